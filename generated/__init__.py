@@ -1,0 +1,1 @@
+"""Generated BackendConfig modules: drop-in replacements for torch's builders."""

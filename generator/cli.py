@@ -1,0 +1,168 @@
+"""Command line: `python -m generator regenerate | check`.
+
+Exit codes are decided in one place, `EXIT_CODES`: 0 when all is well, 1 when
+generated files differ from what regenerate would write, 2 for errors (a bad
+spec, a broken template, ...). Errors print as one line and change no file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import sys
+from pathlib import Path
+
+from generator import errors, pipeline, writing
+from generator.lint import LintWarning
+
+OK, DIFFERENT, ERROR = 0, 1, 2
+EXIT_CODES: dict[type[errors.GeneratorError], int] = {
+    errors.SpecSyntaxError: ERROR,
+    errors.SpecExecutionError: ERROR,
+    errors.SpecFieldError: ERROR,
+    errors.EmptyAxisError: ERROR,
+    errors.UnknownTorchNameError: ERROR,
+    errors.TorchKindError: ERROR,
+    errors.DuplicateOutputError: ERROR,
+    errors.EmptyBackendError: ERROR,
+    errors.TemplateRenderError: ERROR,
+    errors.FormattingError: ERROR,
+    errors.LintError: ERROR,
+    errors.GitError: ERROR,
+}
+FIX_COMMAND = "python -m generator regenerate"
+
+
+class Console:
+    """Prints to stdout/stderr, in colour only when the stream is a terminal."""
+
+    COLOURS = {"red": "31", "green": "32", "yellow": "33", "bold": "1"}
+
+    def __init__(self, out=None, err=None):
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+
+    def paint(self, text: str, colour: str, stream) -> str:
+        if not stream.isatty() or os.environ.get("NO_COLOR"):
+            return text
+        return f"\033[{self.COLOURS[colour]}m{text}\033[0m"
+
+    def say(self, text: str, colour: str | None = None) -> None:
+        print(self.paint(text, colour, self.out) if colour else text, file=self.out)
+
+    def warn(self, text: str) -> None:
+        print(self.paint(f"warning: {text}", "yellow", self.err), file=self.err)
+
+    def error(self, text: str) -> None:
+        print(self.paint(f"error: {text}", "red", self.err), file=self.err)
+
+
+def report_lint(console: Console, warnings: list[LintWarning], strict: bool) -> None:
+    if strict and warnings:
+        first = warnings[0]
+        raise errors.LintError(f"{first.message} (--strict; {len(warnings)} lint finding(s))", first.location)
+    for warning in warnings:
+        console.warn(str(warning))
+
+
+def cmd_regenerate(args, console: Console) -> int:
+    root = args.root
+    targets = pipeline.plan(root)
+    stale = [t for t in targets if args.force or pipeline.freshness(t) != "fresh"]
+    modules, warnings = pipeline.load(root, validate=bool(stale))
+    report_lint(console, warnings, args.strict)
+    by_name = {m.spec.name: m for m in modules}
+    texts = pipeline.build(root, [by_name[t.name] for t in stale], jobs=args.jobs)
+    writing.remove_stale_temporaries(root / "generated")
+    for target in targets:
+        written = target.name in texts and writing.write_if_changed(target.output, texts[target.name])
+        status = "written" if written else "unchanged"
+        console.say(f"{status:9} {target.output.relative_to(root)}", "green" if written else None)
+    for orphan in pipeline.orphans(root, targets):
+        orphan.unlink()
+        console.say(f"{'removed':9} {orphan.relative_to(root)}", "yellow")
+    return OK
+
+
+def cmd_check(args, console: Console) -> int:
+    root = args.root
+    targets = pipeline.plan(root)
+    _, warnings = pipeline.load(root, validate=args.full)
+    report_lint(console, warnings, args.strict)
+    problems = {t.name: pipeline.freshness(t) for t in targets}
+    if args.full:
+        problems = _full_comparison(root, targets)
+    problems = {name: state for name, state in problems.items() if state != "fresh"}
+    orphaned = pipeline.orphans(root, targets)
+    if not problems and not orphaned:
+        console.say(f"{len(targets)} generated modules are up to date", "green")
+        return OK
+    _explain(root, targets, problems, orphaned, console, args.jobs)
+    return DIFFERENT
+
+
+def _full_comparison(root: Path, targets) -> dict[str, str]:
+    modules, _ = pipeline.load(root, validate=True)
+    texts = pipeline.build(root, modules)
+    states = {}
+    for target in targets:
+        current = target.output.read_text() if target.output.exists() else None
+        states[target.name] = "fresh" if current == texts[target.name] else pipeline.freshness(target)
+        if states[target.name] == "fresh" and current != texts[target.name]:
+            states[target.name] = "edited"
+    return states
+
+
+REASONS = {
+    "missing": "missing",
+    "stale": "stale: its spec, templates, generator or black changed",
+    "edited": "edited by hand: its content does not match its digest",
+}
+
+
+def _explain(root, targets, problems, orphaned, console: Console, jobs: int) -> None:
+    modules, _ = pipeline.load(root, validate=True)
+    wanted = [m for m in modules if m.spec.name in problems]
+    texts = pipeline.build(root, wanted, jobs=jobs)
+    for target in targets:
+        if target.name not in problems:
+            continue
+        relative = str(target.output.relative_to(root))
+        console.say(f"{relative}: {REASONS.get(problems[target.name], problems[target.name])}", "red")
+        current = target.output.read_text().splitlines(keepends=True) if target.output.exists() else []
+        diff = difflib.unified_diff(current, texts[target.name].splitlines(keepends=True), relative, f"{relative} (regenerated)")
+        console.out.writelines(diff)
+    for orphan in orphaned:
+        console.say(f"{orphan.relative_to(root)}: its spec file is gone", "red")
+    console.say(f"fix: {FIX_COMMAND}", "bold")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m generator",
+        description="Expand spec/ into flat, explicit BackendConfig modules in generated/.",
+    )
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="project root (default: current directory)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    regenerate = commands.add_parser("regenerate", help="write generated/ from spec/ (only what changed)")
+    regenerate.add_argument("--force", action="store_true", help="re-render every module, even unchanged ones")
+    check = commands.add_parser("check", help="exit 1 if generated/ is stale, missing or hand-edited")
+    check.add_argument("--full", action="store_true", help="re-render everything and compare bytes")
+    for command in (regenerate, check):
+        command.add_argument("--strict", action="store_true", help="treat lint warnings as errors")
+        command.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes for black")
+    regenerate.set_defaults(handler=cmd_regenerate)
+    check.set_defaults(handler=cmd_check)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    args.root = args.root.resolve()
+    console = Console()
+    try:
+        return args.handler(args, console)
+    except errors.GeneratorError as error:
+        console.error(str(error))
+        return EXIT_CODES[type(error)]

@@ -1,0 +1,72 @@
+"""One exception class per way the generator can fail.
+
+Every error carries the spec location it is about, when there is one, and prints
+as a single line `spec/file.py:LINE: what is wrong`. The CLI maps each class to an
+exit code in one table (`generator.cli.EXIT_CODES`).
+"""
+
+from __future__ import annotations
+
+from generator.model import SourceLocation
+
+
+class GeneratorError(Exception):
+    """Base class: a failure the user can fix, reported as one line."""
+
+    def __init__(self, message: str, location: SourceLocation | None = None):
+        super().__init__(message)
+        self.message = message
+        self.location = location
+
+    def __str__(self) -> str:
+        if self.location is None:
+            return self.message
+        return f"{self.location}: {self.message}"
+
+
+class SpecSyntaxError(GeneratorError):
+    """A spec file is not valid Python."""
+
+
+class SpecExecutionError(GeneratorError):
+    """A spec file raised while it was being loaded."""
+
+
+class SpecFieldError(GeneratorError):
+    """A spec value is missing, misspelt or of the wrong kind."""
+
+
+class EmptyAxisError(GeneratorError):
+    """A fusion combinator was given an axis with no values."""
+
+
+class UnknownTorchNameError(GeneratorError):
+    """A spec names a torch object that does not exist."""
+
+
+class TorchKindError(GeneratorError):
+    """A spec names a torch object of the wrong kind (e.g. a dtype that is not one)."""
+
+
+class DuplicateOutputError(GeneratorError):
+    """Two spec files would write the same generated module."""
+
+
+class EmptyBackendError(GeneratorError):
+    """A backend expands to zero patterns."""
+
+
+class TemplateRenderError(GeneratorError):
+    """A template failed to render, e.g. it used an undefined variable."""
+
+
+class FormattingError(GeneratorError):
+    """black rejected the rendered module (the template produced invalid Python)."""
+
+
+class LintError(GeneratorError):
+    """A lint warning turned into an error by --strict."""
+
+
+class GitError(GeneratorError):
+    """A git command needed by `diff --rev` failed."""

@@ -1,0 +1,183 @@
+"""Stage 2: expand the loaded model into exactly what torch builds. Pure functions.
+
+Expansion reproduces two behaviours of torch's builders that nobody can see
+without running them:
+- fixed-qparams ops get deep copies of their dtype configs with pinned activation
+  constraints; here those become named dtype configs (`<base>_<suffix>`);
+- a pattern registered twice keeps its first position but takes the later
+  config's content (BackendConfig stores configs in a dict keyed by pattern).
+It also collects the named constants and functions a generated module defines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from generator.errors import EmptyBackendError, SpecFieldError
+from generator.model import (
+    Backend,
+    DTypeConfig,
+    DTypeWithConstraints,
+    FixedQParams,
+    FunctionDef,
+    ModuleSpec,
+    PatternConfig,
+    TorchRef,
+)
+
+
+@dataclass(frozen=True)
+class Override:
+    """A pattern registered again within one backend: the later config wins in place."""
+
+    backend: str
+    first: PatternConfig
+    later: PatternConfig
+
+    @property
+    def same_content(self) -> bool:
+        return replace(self.first, section="") == replace(self.later, section="")
+
+
+@dataclass(frozen=True)
+class ExpandedBackend:
+    backend: Backend
+    overridden: frozenset[int]
+    overrides: tuple[Override, ...]
+
+
+@dataclass(frozen=True)
+class ExpandedModule:
+    spec: ModuleSpec
+    backends: tuple[ExpandedBackend, ...]
+    constraints: tuple[DTypeWithConstraints, ...]
+    dtype_configs: tuple[DTypeConfig, ...]
+    functions: tuple[FunctionDef, ...]
+
+
+def expand_module(module: ModuleSpec) -> ExpandedModule:
+    backends = tuple(expand_backend(backend) for backend in module.backends)
+    configs = [c for b in backends for c in b.backend.configs]
+    dtype_configs = _named_dtype_configs(configs, module.extra_dtype_configs)
+    return ExpandedModule(
+        spec=module,
+        backends=backends,
+        constraints=_named_constraints(dtype_configs),
+        dtype_configs=dtype_configs,
+        functions=_functions(configs),
+    )
+
+
+def expand_backend(backend: Backend) -> ExpandedBackend:
+    if not backend.configs:
+        raise EmptyBackendError(f"backend {backend.name!r} has no patterns", backend.location)
+    configs = [_derive_dtype_configs(c) for c in backend.configs]
+    unique, overridden, overrides = deduplicate(backend.name, configs)
+    return ExpandedBackend(replace(backend, configs=unique), overridden, overrides)
+
+
+def deduplicate(backend: str, configs: list[PatternConfig]):
+    """torch's BackendConfig semantics: first position, last content."""
+    position: dict[object, int] = {}
+    unique: list[PatternConfig] = []
+    overrides: list[Override] = []
+    for config in configs:
+        index = position.setdefault(config.key, len(unique))
+        if index == len(unique):
+            unique.append(config)
+        else:
+            overrides.append(Override(backend, unique[index], config))
+            unique[index] = config
+    overridden = frozenset(position[o.later.key] for o in overrides)
+    return tuple(unique), overridden, tuple(overrides)
+
+
+def _derive_dtype_configs(config: PatternConfig) -> PatternConfig:
+    if not any(isinstance(dc, FixedQParams) for dc in config.dtype_configs):
+        return config
+    derived = tuple(
+        derive_fixed_qparams(dc) if isinstance(dc, FixedQParams) else dc for dc in config.dtype_configs
+    )
+    return replace(config, dtype_configs=derived)
+
+
+def derive_fixed_qparams(fixed: FixedQParams) -> DTypeConfig:
+    """torch's `_add_fixed_qparams_to_dtype_configs` for one dtype config."""
+    base, constraints = fixed.base, fixed.constraints
+    if constraints.scale_min_lower_bound is not None or constraints.scale_max_upper_bound is not None:
+        raise SpecFieldError("fixed-qparams constraints cannot bound the scale", constraints.location)
+    pinned_input = _pin(base, base.input_dtype, constraints)
+    pinned_output = _pin(base, base.output_dtype, constraints)
+    if pinned_input is base.input_dtype and pinned_output is base.output_dtype:
+        return base
+    return replace(
+        base, name=f"{base.name}_{fixed.suffix}", input_dtype=pinned_input, output_dtype=pinned_output
+    )
+
+
+def _pin(base: DTypeConfig, dtype, constraints: DTypeWithConstraints):
+    """An activation dtype of `constraints.dtype` takes the fixed qparams; others stay."""
+    actual = dtype.dtype if isinstance(dtype, DTypeWithConstraints) else dtype
+    if actual != constraints.dtype:
+        return dtype
+    if isinstance(dtype, DTypeWithConstraints) and (
+        dtype.scale_min_lower_bound is not None or dtype.scale_max_upper_bound is not None
+    ):
+        raise SpecFieldError(
+            f"{base.name}: scale bounds are invalid for fixed qparams ops", base.location
+        )
+    return constraints
+
+
+def _named_dtype_configs(configs, extra) -> tuple[DTypeConfig, ...]:
+    found: dict[str, DTypeConfig] = {}
+    for dtype_config in [dc for c in configs for dc in c.dtype_configs] + list(extra):
+        _add_unique(found, dtype_config.name, dtype_config, "dtype config")
+    # Definition order, with derived configs right after their base: stable
+    # under changes to which patterns use which config.
+    return tuple(sorted(found.values(), key=_definition_order))
+
+
+def _definition_order(item):
+    location = item.location
+    return (location.file, location.line, item.name) if location else ("", 0, item.name)
+
+
+def _named_constraints(dtype_configs) -> tuple[DTypeWithConstraints, ...]:
+    found: dict[str, DTypeWithConstraints] = {}
+    for dtype_config in dtype_configs:
+        for dtype in (dtype_config.input_dtype, dtype_config.output_dtype, dtype_config.weight_dtype):
+            if isinstance(dtype, DTypeWithConstraints):
+                _add_unique(found, dtype.name, dtype, "DTypeWithConstraints")
+    return tuple(sorted(found.values(), key=_definition_order))
+
+
+def _functions(configs) -> tuple[FunctionDef, ...]:
+    found: dict[str, FunctionDef] = {}
+    for config in configs:
+        for function in (config.fuser_method, config.root_node_getter, config.extra_inputs_getter):
+            if isinstance(function, FunctionDef):
+                _add_unique(found, function.name, function, "function")
+    return tuple(found.values())
+
+
+def _add_unique(found: dict, name: str, value, kind: str) -> None:
+    existing = found.setdefault(name, value)
+    if existing != value:
+        raise SpecFieldError(
+            f"two different {kind}s are named {name!r} (the other one is at {existing.location})",
+            value.location,
+        )
+
+
+def torch_refs(value):
+    """Every TorchRef inside a model value, depth first, in field order."""
+    if isinstance(value, TorchRef):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from torch_refs(item)
+    elif hasattr(value, "__dataclass_fields__"):
+        for name in value.__dataclass_fields__:
+            if name != "location":
+                yield from torch_refs(getattr(value, name))

@@ -1,0 +1,180 @@
+"""The model: small frozen dataclasses that describe backend configs without torch.
+
+Everything the spec declares becomes one of these values, and every later stage
+(expansion, lint, rendering) reads them. They name torch objects by dotted path
+(`TorchRef`) instead of holding them, so the generator can run without importing
+torch, which takes seconds. A value carries the spec location it came from so that
+errors and lint warnings can point at the spec line; locations never take part in
+equality, so two spellings of the same pattern compare equal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+DEFAULT_OBSERVATION_TYPE = "OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT"
+OBSERVATION_TYPES = (
+    "OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT",
+    "OUTPUT_SHARE_OBSERVER_WITH_INPUT",
+    "INPUT_OUTPUT_NOT_OBSERVED",
+)
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """A line in a spec file, as a path relative to the project root."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class TorchRef:
+    """A torch (or stdlib) object named by its full dotted import path."""
+
+    path: str
+    location: SourceLocation | None = field(default=None, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        return self.path
+
+
+# A pattern is a torch object, a Tensor method name, or a tuple of patterns.
+Pattern = Union[TorchRef, str, tuple]
+
+
+@dataclass(frozen=True)
+class DTypeWithConstraints:
+    """Mirror of torch's DTypeWithConstraints; `name` is the module-level constant."""
+
+    name: str | None
+    dtype: TorchRef | None
+    quant_min_lower_bound: int | float | None = None
+    quant_max_upper_bound: int | float | None = None
+    scale_min_lower_bound: int | float | None = None
+    scale_max_upper_bound: int | float | None = None
+    scale_exact_match: float | None = None
+    zero_point_exact_match: int | None = None
+    location: SourceLocation | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def bounds(self) -> dict[str, int | float]:
+        """The constraint fields that are set, in torch's field order."""
+        names = (
+            "quant_min_lower_bound",
+            "quant_max_upper_bound",
+            "scale_min_lower_bound",
+            "scale_max_upper_bound",
+            "scale_exact_match",
+            "zero_point_exact_match",
+        )
+        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
+
+
+DTypeSpec = Union[TorchRef, DTypeWithConstraints, None]
+
+
+@dataclass(frozen=True)
+class DTypeConfig:
+    """Mirror of torch's DTypeConfig; `name` is the module-level constant."""
+
+    name: str
+    input_dtype: DTypeSpec = None
+    output_dtype: DTypeSpec = None
+    weight_dtype: DTypeSpec = None
+    bias_dtype: TorchRef | None = None
+    is_dynamic: bool | None = None
+    location: SourceLocation | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class FunctionDef:
+    """A callable written out in the generated module from templates/functions/<template>."""
+
+    name: str
+    template: str
+    params: tuple[tuple[str, object], ...] = ()
+    location: SourceLocation | None = field(default=None, compare=False, repr=False)
+
+
+CallableSpec = Union[TorchRef, FunctionDef, None]
+
+
+@dataclass(frozen=True)
+class FixedQParams:
+    """A dtype config that torch derives for fixed-qparams ops (sigmoid, tanh, ...).
+
+    torch deep-copies the base config and pins its activation constraints; the
+    expansion stage turns this into a named DTypeConfig.
+    """
+
+    base: DTypeConfig
+    constraints: DTypeWithConstraints
+    suffix: str
+
+
+@dataclass(frozen=True)
+class PatternConfig:
+    """One BackendPatternConfig: a pattern and how the backend quantizes it."""
+
+    pattern: Pattern | None
+    dtype_configs: tuple[DTypeConfig | FixedQParams, ...]
+    pattern_complex_format: Pattern | None = None
+    observation_type: str = DEFAULT_OBSERVATION_TYPE
+    root_module: TorchRef | None = None
+    qat_module: TorchRef | None = None
+    reference_quantized_module: TorchRef | None = None
+    fused_module: TorchRef | None = None
+    fuser_method: CallableSpec = None
+    root_node_getter: CallableSpec = None
+    extra_inputs_getter: CallableSpec = None
+    num_tensor_args_to_observation_type: tuple[tuple[int, str], ...] = ()
+    input_type_to_index: tuple[tuple[str, int], ...] = ()
+    section: str = ""
+    location: SourceLocation | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def key(self) -> Pattern:
+        """The pattern in torch's reversed nested tuple format: torch's duplicate key."""
+        if self.pattern_complex_format is not None:
+            return self.pattern_complex_format
+        if not isinstance(self.pattern, tuple):
+            return self.pattern
+        if len(self.pattern) == 2:
+            first, second = self.pattern
+            return (second, first)
+        first, second, third = self.pattern
+        return (third, (second, first))
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One BackendConfig and the builder function(s) that return it."""
+
+    name: str
+    builder: str
+    doc: str
+    configs: tuple[PatternConfig, ...]
+    dict_builder: str | None = None
+    torch_builder: str | None = None
+    location: SourceLocation | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ModuleSpec:
+    """One generated module: the backends that one spec file declares."""
+
+    name: str
+    spec_file: str
+    doc: str
+    backends: tuple[Backend, ...]
+    exports: tuple[str, ...] = ()
+    extra_dtype_configs: tuple[DTypeConfig, ...] = ()
+
+    @property
+    def output(self) -> str:
+        return f"generated/{self.name}.py"

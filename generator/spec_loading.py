@@ -1,0 +1,127 @@
+"""Stage 1: load spec/ into the model.
+
+Each spec module that does not start with an underscore describes one generated
+module in its `MODULE` value. Loading executes the spec files (they are Python),
+so any failure while doing so is turned into a one-line error at the spec line
+that caused it.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import sys
+import traceback
+from pathlib import Path
+
+from generator import dsl
+from generator.errors import (
+    DuplicateOutputError,
+    GeneratorError,
+    SpecExecutionError,
+    SpecFieldError,
+    SpecSyntaxError,
+)
+from generator.model import ModuleSpec, SourceLocation
+
+
+def spec_files(root: Path) -> list[Path]:
+    """The spec files that describe generated modules, in a stable order."""
+    return sorted(p for p in (root / "spec").glob("*.py") if not p.name.startswith("_"))
+
+
+def module_name(spec_file: Path) -> str:
+    """The generated module's name: `Module(name=...)` if given literally, else the file stem.
+
+    Read from the syntax tree so that `check` can map specs to outputs without
+    executing them.
+    """
+    try:
+        tree = ast.parse(spec_file.read_text(), str(spec_file))
+    except SyntaxError:
+        return spec_file.stem
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Module":
+            for keyword in node.keywords:
+                if keyword.arg == "name" and isinstance(keyword.value, ast.Constant):
+                    return str(keyword.value.value)
+    return spec_file.stem
+
+
+def load_modules(root: Path) -> list[ModuleSpec]:
+    """Execute every spec file and return the modules they describe."""
+    root = root.resolve()
+    saved_path = list(sys.path)
+    _forget_spec_package()
+    dsl.set_project_root(root)
+    dsl._assignments.cache_clear()
+    sys.path.insert(0, str(root))
+    try:
+        modules = [_load_one(root, path) for path in spec_files(root)]
+    finally:
+        sys.path[:] = saved_path
+        dsl.set_project_root(None)
+        _forget_spec_package()
+    _check_unique_outputs(modules)
+    return modules
+
+
+def _load_one(root: Path, path: Path) -> ModuleSpec:
+    relative = str(path.relative_to(root))
+    namespace = _import_spec(root, path.stem)
+    declared = getattr(namespace, "MODULE", None)
+    if declared is None:
+        raise SpecFieldError("spec file defines no `MODULE = Module(...)`", SourceLocation(relative, 1))
+    return ModuleSpec(
+        name=getattr(declared, "name", None) or path.stem,
+        spec_file=relative,
+        doc=declared.doc,
+        backends=declared.backends,
+        exports=declared.exports,
+        extra_dtype_configs=declared.dtype_configs,
+    )
+
+
+def _import_spec(root: Path, stem: str):
+    try:
+        return importlib.import_module(f"spec.{stem}")
+    except GeneratorError:
+        raise
+    except SyntaxError as error:
+        location = SourceLocation(_relative(root, error.filename), error.lineno or 1)
+        raise SpecSyntaxError(f"invalid Python: {error.msg}", location) from None
+    except Exception as error:  # noqa: BLE001 - any failure in user code becomes a located error
+        location = _innermost_spec_frame(root, error)
+        raise SpecExecutionError(f"{type(error).__name__}: {error}", location) from None
+
+
+def _innermost_spec_frame(root: Path, error: BaseException) -> SourceLocation | None:
+    spec_dir = str(root / "spec")
+    location = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        if frame.filename.startswith(spec_dir):
+            location = SourceLocation(_relative(root, frame.filename), frame.lineno or 1)
+    return location
+
+
+def _relative(root: Path, filename: str | None) -> str:
+    try:
+        return str(Path(filename).resolve().relative_to(root))
+    except (TypeError, ValueError):
+        return str(filename)
+
+
+def _forget_spec_package() -> None:
+    for name in [n for n in sys.modules if n == "spec" or n.startswith("spec.")]:
+        del sys.modules[name]
+
+
+def _check_unique_outputs(modules: list[ModuleSpec]) -> None:
+    seen: dict[str, ModuleSpec] = {}
+    for module in modules:
+        other = seen.setdefault(module.output, module)
+        if other is not module:
+            raise DuplicateOutputError(
+                f"{module.spec_file} and {other.spec_file} both write {module.output}",
+                SourceLocation(module.spec_file, 1),
+            )

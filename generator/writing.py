@@ -1,0 +1,37 @@
+"""Stage 5: write generated files atomically, and only when their content changes.
+
+A file is written to a temporary file in the same folder and renamed over the
+target, so a reader (or a killed run) sees either the old or the new file, never
+a torn one.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_if_changed(path: Path, text: str) -> bool:
+    """Write `text` to `path` unless it is already there; True when written."""
+    data = text.encode()
+    if path.exists() and path.read_bytes() == data:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return True
+
+
+def remove_stale_temporaries(folder: Path) -> None:
+    """Temporary files left by a killed run are never real output."""
+    for leftover in folder.glob(".*.tmp"):
+        leftover.unlink(missing_ok=True)
