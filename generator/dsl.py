@@ -138,6 +138,8 @@ def to_pattern(value, what: str = "pattern") -> model.Pattern:
         return value.to_model()
     if isinstance(value, str):
         return value
+    if isinstance(value, int) and not isinstance(value, bool) and what == "pattern_complex_format":
+        return value  # e.g. the index in (operator.getitem, max_pool2d_with_indices, 0)
     if isinstance(value, tuple) and len(value) >= 2:
         return tuple(to_pattern(element, what) for element in value)
     raise SpecFieldError(
@@ -274,7 +276,7 @@ def config(pattern=None, dtype_configs=None, **settings) -> model.PatternConfig:
     values.update({key: _to_callable(settings.pop(key, None), key) for key in _CALLABLE_FIELDS})
     return model.PatternConfig(
         pattern=None if pattern is None else to_pattern(pattern),
-        pattern_complex_format=None if complex_format is None else to_pattern(complex_format),
+        pattern_complex_format=None if complex_format is None else to_pattern(complex_format, "pattern_complex_format"),
         dtype_configs=tuple(_check_dtype_config(dc) for dc in dtype_configs),
         observation_type=settings.pop("observation_type", model.DEFAULT_OBSERVATION_TYPE),
         num_tensor_args_to_observation_type=tuple(settings.pop("num_tensor_args_to_observation_type", {}).items()),
