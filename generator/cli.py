@@ -131,8 +131,8 @@ def _explain(root, targets, problems, orphaned, console: Console, jobs: int) -> 
         relative = str(target.output.relative_to(root))
         console.say(f"{relative}: {REASONS.get(problems[target.name], problems[target.name])}", "red")
         current = target.output.read_text().splitlines(keepends=True) if target.output.exists() else []
-        diff = difflib.unified_diff(current, texts[target.name].splitlines(keepends=True), relative, f"{relative} (regenerated)")
-        console.out.writelines(diff)
+        regenerated = texts[target.name].splitlines(keepends=True)
+        console.out.writelines(difflib.unified_diff(current, regenerated, relative, f"{relative} (regenerated)"))
     for orphan in orphaned:
         console.say(f"{orphan.relative_to(root)}: its spec file is gone", "red")
     console.say(f"fix: {FIX_COMMAND}", "bold")

@@ -25,10 +25,10 @@ from generator.errors import EmptyAxisError, SpecFieldError
 from generator.model import SourceLocation
 
 __all__ = [
-    "F",
     "Backend",
     "DTypeConfig",
     "DTypeWithConstraints",
+    "F",
     "MatchAllNode",
     "Module",
     "ObservationType",
@@ -78,7 +78,7 @@ def spec_location() -> SourceLocation | None:
 class Ref:
     """A lazy dotted name: attribute access extends the path, nothing is imported."""
 
-    __slots__ = ("_path", "_location")
+    __slots__ = ("_location", "_path")
 
     def __init__(self, path: str, location: SourceLocation | None = None):
         self._path = path
@@ -162,7 +162,7 @@ def _to_ref(value, what: str) -> model.TorchRef | None:
 # ---------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _assignments(filename: str) -> tuple[tuple[int, int, str], ...]:
     """(first line, last line, target name) of each `name = call(...)` in a spec file."""
     tree = ast.parse(Path(filename).read_text(), filename)
@@ -199,7 +199,7 @@ def _to_dtype(value, what: str, constraints_allowed: bool):
     raise SpecFieldError(f"{what} must be a torch dtype such as torch.quint8, not {value!r}", spec_location())
 
 
-def DTypeWithConstraints(dtype=None, **bounds) -> model.DTypeWithConstraints:  # noqa: N802
+def DTypeWithConstraints(dtype=None, **bounds) -> model.DTypeWithConstraints:
     """Like torch's DTypeWithConstraints; assign it to a name to name its constant."""
     location = spec_location()
     allowed = [f.name for f in fields(model.DTypeWithConstraints)][2:-1]
@@ -216,7 +216,7 @@ def DTypeWithConstraints(dtype=None, **bounds) -> model.DTypeWithConstraints:  #
     )
 
 
-def DTypeConfig(  # noqa: N802
+def DTypeConfig(
     input_dtype=None, output_dtype=None, weight_dtype=None, bias_dtype=None, is_dynamic=None
 ) -> model.DTypeConfig:
     """Like torch's DTypeConfig; assign it to a name to name its constant."""
@@ -349,7 +349,7 @@ def flatten(configs) -> tuple[model.PatternConfig, ...]:
     return tuple(flat)
 
 
-def Backend(name: str, builder: str, doc: str, configs, dict_builder=None, torch_builder=None):  # noqa: N802
+def Backend(name: str, builder: str, doc: str, configs, dict_builder=None, torch_builder=None):
     """One BackendConfig, returned by the generated function `builder`."""
     return model.Backend(
         name=name,
@@ -362,7 +362,7 @@ def Backend(name: str, builder: str, doc: str, configs, dict_builder=None, torch
     )
 
 
-def Module(doc: str, backends, exports=(), dtype_configs=(), name=None):  # noqa: N802
+def Module(doc: str, backends, exports=(), dtype_configs=(), name=None):
     """The generated module a spec file describes, named after the file unless `name` says."""
     return SimpleNamespace(
         name=name,

@@ -11,7 +11,6 @@ equality, so two spellings of the same pattern compare equal.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 DEFAULT_OBSERVATION_TYPE = "OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT"
 OBSERVATION_TYPES = (
@@ -44,7 +43,7 @@ class TorchRef:
 
 
 # A pattern is a torch object, a Tensor method name, or a tuple of patterns.
-Pattern = Union[TorchRef, str, tuple]
+Pattern = TorchRef | str | int | tuple
 
 
 @dataclass(frozen=True)
@@ -75,7 +74,7 @@ class DTypeWithConstraints:
         return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
 
 
-DTypeSpec = Union[TorchRef, DTypeWithConstraints, None]
+DTypeSpec = TorchRef | DTypeWithConstraints | None
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ class FunctionDef:
     location: SourceLocation | None = field(default=None, compare=False, repr=False)
 
 
-CallableSpec = Union[TorchRef, FunctionDef, None]
+CallableSpec = TorchRef | FunctionDef | None
 
 
 @dataclass(frozen=True)

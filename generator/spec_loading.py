@@ -90,7 +90,7 @@ def _import_spec(root: Path, stem: str):
     except SyntaxError as error:
         location = SourceLocation(_relative(root, error.filename), error.lineno or 1)
         raise SpecSyntaxError(f"invalid Python: {error.msg}", location) from None
-    except Exception as error:  # noqa: BLE001 - any failure in user code becomes a located error
+    except Exception as error:
         location = _innermost_spec_frame(root, error)
         raise SpecExecutionError(f"{type(error).__name__}: {error}", location) from None
 

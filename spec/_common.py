@@ -8,8 +8,8 @@ dtype groups and extra patterns.
 from functools import partial
 
 from generator.dsl import (
-    F,
     DTypeWithConstraints,
+    F,
     ObservationType,
     config,
     fixed_qparams,
@@ -36,7 +36,11 @@ DEFAULT_OP_FP16 = dict(
     input_dtype=torch.float16, output_dtype=torch.float16, weight_dtype=torch.float16, bias_dtype=torch.float16
 )
 DYNAMIC_INT8 = dict(
-    input_dtype=torch.quint8, output_dtype=torch.float, weight_dtype=torch.qint8, bias_dtype=torch.float, is_dynamic=True
+    input_dtype=torch.quint8,
+    output_dtype=torch.float,
+    weight_dtype=torch.qint8,
+    bias_dtype=torch.float,
+    is_dynamic=True,
 )
 DYNAMIC_FLOAT16 = dict(
     input_dtype=torch.float16,
@@ -212,8 +216,8 @@ def share_qparams_op_configs(dtype_configs, ops=SHARE_QPARAMS_OPS):
 
 def tensor_info_op_configs(dtype_configs):
     """Ops that return facts about a tensor, never observed."""
-    not_observed = ObservationType.INPUT_OUTPUT_NOT_OBSERVED
-    return [config(op, dtype_configs, observation_type=not_observed, section="tensor info ops") for op in ("shape", "size")]
+    c = partial(config, dtype_configs=dtype_configs, section="tensor info ops")
+    return [c(op, observation_type=ObservationType.INPUT_OUTPUT_NOT_OBSERVED) for op in ("shape", "size")]
 
 
 def bn_configs(dtype_configs):

@@ -1,10 +1,20 @@
 """Backends torch lowers to through ExecuTorch: torch.ao.quantization.backend_config.executorch."""
 
-from generator.dsl import F, Backend, DTypeConfig, DTypeWithConstraints, Module, config, nn, operator, torch
+from generator.dsl import Backend, DTypeConfig, DTypeWithConstraints, F, Module, config, nn, operator, torch
 from spec._common import (
-    ACT_QINT8_SCALE_MIN_2_NEG_12, DEFAULT_OP_QUINT8, DYNAMIC_FLOAT16, DYNAMIC_INT8, SHARE_OBSERVER,
-    WEIGHT_ONLY_QUINT8, WEIGHT_QINT8_NEG_127_TO_127_SCALE_MIN_2_NEG_12, WEIGHTED_OP_QUINT8,
-    binary_op_configs, conv_configs, embedding_op_configs, linear_configs, share_qparams_op_configs,
+    ACT_QINT8_SCALE_MIN_2_NEG_12,
+    DEFAULT_OP_QUINT8,
+    DYNAMIC_FLOAT16,
+    DYNAMIC_INT8,
+    SHARE_OBSERVER,
+    WEIGHT_ONLY_QUINT8,
+    WEIGHT_QINT8_NEG_127_TO_127_SCALE_MIN_2_NEG_12,
+    WEIGHTED_OP_QUINT8,
+    binary_op_configs,
+    conv_configs,
+    embedding_op_configs,
+    linear_configs,
+    share_qparams_op_configs,
 )  # fmt: skip
 from spec.qnnpack import (
     qnnpack_default_op_qint8_symmetric_dtype_config,

@@ -3,8 +3,15 @@ torch.ao.quantization.backend_config.native."""
 
 from generator.dsl import Backend, DTypeConfig, Module
 from spec._common import (
-    DEFAULT_OP_FP16, DEFAULT_OP_QUINT8, DYNAMIC_FLOAT16, DYNAMIC_INT8, INPUT_OUTPUT_ONLY_QUINT8,
-    WEIGHT_ONLY_QUINT4X2, WEIGHT_ONLY_QUINT8, WEIGHTED_OP_QUINT8, native_layout,
+    DEFAULT_OP_FP16,
+    DEFAULT_OP_QUINT8,
+    DYNAMIC_FLOAT16,
+    DYNAMIC_INT8,
+    INPUT_OUTPUT_ONLY_QUINT8,
+    WEIGHT_ONLY_QUINT4X2,
+    WEIGHT_ONLY_QUINT8,
+    WEIGHTED_OP_QUINT8,
+    native_layout,
 )  # fmt: skip
 
 weighted_op_quint8_dtype_config = DTypeConfig(**WEIGHTED_OP_QUINT8)
@@ -52,7 +59,11 @@ MODULE = Module(
             "with various additional fp16 ops.",
             torch_builder="torch.ao.quantization.backend_config.native.get_test_only_legacy_native_backend_config",
             configs=native_layout(
-                linear=linear + [default_op_fp16_dtype_config], binary=with_fp16, fixed=with_fp16, share=with_fp16, **shared
+                linear=[*linear, default_op_fp16_dtype_config],
+                binary=with_fp16,
+                fixed=with_fp16,
+                share=with_fp16,
+                **shared,
             ),
         ),
         Backend(

@@ -3,11 +3,27 @@
 from functools import partial
 
 from generator.dsl import (
-    F, Backend, DTypeConfig, MatchAllNode, Module, config, function, nn, nni, nnqr, operator, product,
-    sequential, torch,
+    Backend,
+    DTypeConfig,
+    F,
+    MatchAllNode,
+    Module,
+    config,
+    function,
+    nn,
+    nni,
+    nnqr,
+    operator,
+    product,
+    sequential,
+    torch,
 )  # fmt: skip
 from spec._common import (
-    DEFAULT_OP_QUINT8, DYNAMIC_INT8, INPUT_OUTPUT_ONLY_QUINT8, WEIGHTED_OP_QUINT8, native_layout,
+    DEFAULT_OP_QUINT8,
+    DYNAMIC_INT8,
+    INPUT_OUTPUT_ONLY_QUINT8,
+    WEIGHTED_OP_QUINT8,
+    native_layout,
 )  # fmt: skip
 
 onednn_weighted_op_int8_dtype_config = DTypeConfig(**WEIGHTED_OP_QUINT8)
@@ -41,7 +57,9 @@ def conv_add_configs(relu):
                 pattern_complex_format=(nn.ReLU, add_pattern) if relu else add_pattern,
                 dtype_configs=conv,
                 fuser_method=function("conv_add_fuser", f"_fuse_{stem}_{row.side}", **params),
-                root_node_getter=function("conv_add_root_node_getter", f"_{stem}_root_node_getter_{row.side}", **params),
+                root_node_getter=function(
+                    "conv_add_root_node_getter", f"_{stem}_root_node_getter_{row.side}", **params
+                ),
                 extra_inputs_getter=function(
                     "conv_add_extra_inputs_getter", f"_{stem}_extra_inputs_getter_{row.side}", **params
                 ),

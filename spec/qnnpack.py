@@ -2,9 +2,15 @@
 
 from generator.dsl import Backend, DTypeConfig, DTypeWithConstraints, Module
 from spec._common import (
-    ACT_QINT8_SCALE_MIN_2_NEG_12, DEFAULT_OP_QUINT8, DYNAMIC_FLOAT16, DYNAMIC_INT8,
-    WEIGHT_ONLY_QUINT4X2, WEIGHT_ONLY_QUINT8, WEIGHT_QINT8_NEG_127_TO_127_SCALE_MIN_2_NEG_12,
-    WEIGHTED_OP_QUINT8, native_layout,
+    ACT_QINT8_SCALE_MIN_2_NEG_12,
+    DEFAULT_OP_QUINT8,
+    DYNAMIC_FLOAT16,
+    DYNAMIC_INT8,
+    WEIGHT_ONLY_QUINT4X2,
+    WEIGHT_ONLY_QUINT8,
+    WEIGHT_QINT8_NEG_127_TO_127_SCALE_MIN_2_NEG_12,
+    WEIGHTED_OP_QUINT8,
+    native_layout,
 )  # fmt: skip
 
 qnnpack_weighted_op_quint8_dtype_config = DTypeConfig(**WEIGHTED_OP_QUINT8)

@@ -2,7 +2,11 @@
 
 from generator.dsl import Backend, DTypeConfig, Module, config, torch
 from spec._common import (
-    SHARE_OBSERVER, binary_op_configs, conv_configs, linear_configs, share_qparams_op_configs,
+    SHARE_OBSERVER,
+    binary_op_configs,
+    conv_configs,
+    linear_configs,
+    share_qparams_op_configs,
     tensor_info_op_configs,
 )  # fmt: skip
 
@@ -25,7 +29,9 @@ MODULE = Module(
             torch_builder="torch.ao.quantization.backend_config.tensorrt.get_tensorrt_backend_config",
             configs=[
                 conv_configs(weighted),
-                config(torch.addmm, weighted, input_type_to_index={"bias": 0, "input": 1, "weight": 2}, section="addmm"),
+                config(
+                    torch.addmm, weighted, input_type_to_index={"bias": 0, "input": 1, "weight": 2}, section="addmm"
+                ),
                 config(torch.cat, non_weighted, observation_type=SHARE_OBSERVER, section="cat"),
                 linear_configs(weighted),
                 binary_op_configs(weighted),

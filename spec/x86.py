@@ -2,8 +2,13 @@
 
 from generator.dsl import Backend, DTypeConfig, Module
 from spec._common import (
-    DEFAULT_OP_QUINT8, DYNAMIC_FLOAT16, DYNAMIC_INT8, WEIGHT_ONLY_QUINT4X2, WEIGHT_ONLY_QUINT8,
-    WEIGHTED_OP_QUINT8, native_layout,
+    DEFAULT_OP_QUINT8,
+    DYNAMIC_FLOAT16,
+    DYNAMIC_INT8,
+    WEIGHT_ONLY_QUINT4X2,
+    WEIGHT_ONLY_QUINT8,
+    WEIGHTED_OP_QUINT8,
+    native_layout,
 )  # fmt: skip
 
 x86_weighted_op_int8_dtype_config = DTypeConfig(**WEIGHTED_OP_QUINT8)
