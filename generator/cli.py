@@ -1,4 +1,4 @@
-"""Command line: `python -m generator regenerate | check`.
+"""Command line: `python -m generator regenerate | check | diff`.
 
 Exit codes are decided in one place, `EXIT_CODES`: 0 when all is well, 1 when
 generated files differ from what regenerate would write, 2 for errors (a bad
@@ -11,9 +11,10 @@ import argparse
 import difflib
 import os
 import sys
+import warnings
 from pathlib import Path
 
-from generator import errors, pipeline, writing
+from generator import errors, pipeline, reviewing, spec_loading, writing
 from generator.lint import LintWarning
 
 OK, DIFFERENT, ERROR = 0, 1, 2
@@ -138,6 +139,19 @@ def _explain(root, targets, problems, orphaned, console: Console, jobs: int) -> 
     console.say(f"fix: {FIX_COMMAND}", "bold")
 
 
+def cmd_diff(args, console: Console) -> int:
+    refs = reviewing.builders(spec_loading.load_modules(args.root), args.backends)
+    if args.rev:
+        lines = reviewing.against_revision(args.root, args.rev, refs)
+    else:
+        lines = reviewing.against_torch(args.root, refs)
+    for line in lines:
+        console.say(line)
+    if not lines:
+        console.say("no differences", "green")
+    return DIFFERENT if lines else OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m generator",
@@ -152,12 +166,20 @@ def build_parser() -> argparse.ArgumentParser:
     for command in (regenerate, check):
         command.add_argument("--strict", action="store_true", help="treat lint warnings as errors")
         command.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes for black")
+    diff = commands.add_parser("diff", help="per-pattern semantic diff: against torch, or against a git revision")
+    side = diff.add_mutually_exclusive_group(required=True)
+    side.add_argument("--against-torch", action="store_true", help="generated builders against torch's builders")
+    side.add_argument("--rev", metavar="REV", help="generated modules at git revision REV against the working tree")
+    diff.add_argument("backends", nargs="*", metavar="BACKEND", help="e.g. fbgemm onednn (default: all)")
+    diff.set_defaults(handler=cmd_diff)
     regenerate.set_defaults(handler=cmd_regenerate)
     check.set_defaults(handler=cmd_check)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    # torch warns on import when NumPy is absent; nothing here needs NumPy.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     args = build_parser().parse_args(argv)
     args.root = args.root.resolve()
     console = Console()
