@@ -60,14 +60,21 @@ def spec_location() -> SourceLocation | None:
     """The innermost stack frame that runs a spec file, as a spec location."""
     if _project_root is None:
         return None
-    spec_dir = str(_project_root / "spec")
     frame = sys._getframe(1)
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if filename.startswith(spec_dir):
-            return SourceLocation(str(Path(filename).relative_to(_project_root)), frame.f_lineno)
+        relative = _spec_relative(frame.f_code.co_filename, _project_root)
+        if relative is not None:
+            return SourceLocation(relative, frame.f_lineno)
         frame = frame.f_back
     return None
+
+
+@functools.cache
+def _spec_relative(filename: str, root: Path) -> str | None:
+    """`spec/x.py` for a file in the project's spec folder, else None (cached: called per name)."""
+    if not filename.startswith(str(root / "spec")):
+        return None
+    return str(Path(filename).relative_to(root))
 
 
 # ---------------------------------------------------------------------------
