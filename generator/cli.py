@@ -92,26 +92,33 @@ def cmd_check(args, console: Console) -> int:
     _, warnings = pipeline.load(root, validate=args.full)
     report_lint(console, warnings, args.strict)
     problems = {t.name: pipeline.freshness(t) for t in targets}
-    if args.full:
-        problems = _full_comparison(root, targets)
+    texts = _regenerated(root, targets) if args.full else None
+    if texts is not None:
+        problems = _full_comparison(root, targets, texts)
     problems = {name: state for name, state in problems.items() if state != "fresh"}
     orphaned = pipeline.orphans(root, targets)
     if not problems and not orphaned:
         console.say(f"{len(targets)} generated modules are up to date", "green")
         return OK
-    _explain(root, targets, problems, orphaned, console, args.jobs)
+    # The slow path (torch names, black) runs only once something is wrong, to show the fix.
+    texts = texts or _regenerated(root, [t for t in targets if t.name in problems], args.jobs)
+    _explain(root, targets, problems, orphaned, console, texts)
     return DIFFERENT
 
 
-def _full_comparison(root: Path, targets) -> dict[str, str]:
+def _regenerated(root: Path, targets, jobs: int = 2) -> dict[str, str]:
     modules, _ = pipeline.load(root, validate=True)
-    texts = pipeline.build(root, modules)
+    wanted = {t.name for t in targets}
+    return pipeline.build(root, [m for m in modules if m.spec.name in wanted], jobs=jobs)
+
+
+def _full_comparison(root: Path, targets, texts: dict[str, str]) -> dict[str, str]:
+    """Byte comparison with a fresh render; the digest state explains any difference."""
     states = {}
     for target in targets:
         current = target.output.read_text() if target.output.exists() else None
-        states[target.name] = "fresh" if current == texts[target.name] else pipeline.freshness(target)
-        if states[target.name] == "fresh" and current != texts[target.name]:
-            states[target.name] = "edited"
+        state = pipeline.freshness(target)
+        states[target.name] = "fresh" if current == texts[target.name] else (state if state != "fresh" else "edited")
     return states
 
 
@@ -122,10 +129,7 @@ REASONS = {
 }
 
 
-def _explain(root, targets, problems, orphaned, console: Console, jobs: int) -> None:
-    modules, _ = pipeline.load(root, validate=True)
-    wanted = [m for m in modules if m.spec.name in problems]
-    texts = pipeline.build(root, wanted, jobs=jobs)
+def _explain(root, targets, problems, orphaned, console: Console, texts: dict[str, str]) -> None:
     for target in targets:
         if target.name not in problems:
             continue
