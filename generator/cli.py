@@ -1,21 +1,25 @@
-"""Command line: `python -m generator regenerate | check | diff`.
+"""Command line: `python -m generator regenerate | check | matrix | diff`.
 
 Exit codes are decided in one place, `EXIT_CODES`: 0 when all is well, 1 when
 generated files differ from what regenerate would write, 2 for errors (a bad
 spec, a broken template, ...). Errors print as one line and change no file.
+
+The building stages (pipeline: Jinja2, black, sometimes torch) are imported
+inside the commands that use them, so that `check` on an up-to-date tree runs
+on planning alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import os
 import sys
 import warnings
 from pathlib import Path
 
-from generator import errors, pipeline, reviewing, spec_loading, writing
-from generator.lint import LintWarning
+from generator import errors, planning, writing
 
 OK, DIFFERENT, ERROR = 0, 1, 2
 EXIT_CODES: dict[type[errors.GeneratorError], int] = {
@@ -59,65 +63,101 @@ class Console:
         print(self.paint(f"error: {text}", "red", self.err), file=self.err)
 
 
-def report_lint(console: Console, warnings: list[LintWarning], strict: bool) -> None:
-    if strict and warnings:
-        first = warnings[0]
-        raise errors.LintError(f"{first.message} (--strict; {len(warnings)} lint finding(s))", first.location)
-    for warning in warnings:
-        console.warn(str(warning))
+def lint_findings(root: Path, targets, modules) -> list[str]:
+    """The spec lint's findings, cached; `modules` are the expanded spec if already loaded."""
+    cache_file = planning.lint_cache_file(root, targets)
+    if modules is None and cache_file.exists():
+        return json.loads(cache_file.read_text())
+    from generator import lint, pipeline
+
+    findings = [str(f) for f in lint.lint(modules if modules is not None else pipeline.load(root, validate=False))]
+    for old in cache_file.parent.glob("lint-*.json"):
+        old.unlink(missing_ok=True)
+    writing.write_if_changed(cache_file, json.dumps(findings, indent=1))
+    return findings
+
+
+def report_lint(console: Console, findings: list[str], strict: bool) -> None:
+    if strict and findings:
+        raise errors.LintError(f"{findings[0]} (--strict; {len(findings)} lint finding(s))")
+    for finding in findings:
+        console.warn(finding)
 
 
 def cmd_regenerate(args, console: Console) -> int:
+    from generator import pipeline
+
     root = args.root
-    targets = pipeline.plan(root)
-    stale = [t for t in targets if args.force or pipeline.freshness(t) != "fresh"]
-    modules, warnings = pipeline.load(root, validate=bool(stale))
-    report_lint(console, warnings, args.strict)
-    by_name = {m.spec.name: m for m in modules}
-    texts = pipeline.build(root, [by_name[t.name] for t in stale], jobs=args.jobs)
-    writing.remove_stale_temporaries(root / "generated")
-    for target in targets:
-        written = target.name in texts and writing.write_if_changed(target.output, texts[target.name])
-        status = "written" if written else "unchanged"
-        console.say(f"{status:9} {target.output.relative_to(root)}", "green" if written else None)
-    for orphan in pipeline.orphans(root, targets):
+    targets = planning.plan(root)
+    stale = [t for t in targets if args.force or planning.freshness(t) != "fresh"]
+    modules = pipeline.load(root, validate=True) if stale else None
+    report_lint(console, lint_findings(root, targets, modules), args.strict)
+    texts = pipeline.build(root, modules, stale, jobs=args.jobs) if stale else {}
+    _write(root, targets, texts, console)
+    for orphan in planning.orphans(root, targets):
         orphan.unlink()
         console.say(f"{'removed':9} {orphan.relative_to(root)}", "yellow")
     return OK
 
 
+def cmd_matrix(args, console: Console) -> int:
+    from generator import pipeline
+
+    root = args.root
+    matrix = [t for t in planning.plan(root) if t.is_matrix]
+    texts = {}
+    if args.stdout or args.force or planning.freshness(matrix[0]) != "fresh":
+        texts = pipeline.build(root, pipeline.load(root, validate=True), matrix)
+    if args.stdout:
+        console.out.write(texts[planning.MATRIX])
+    else:
+        _write(root, matrix, texts, console)
+    return OK
+
+
+def _write(root: Path, targets, texts: dict[str, str], console: Console) -> None:
+    for directory in {t.output.parent for t in targets}:
+        writing.remove_stale_temporaries(directory)
+    for target in targets:
+        written = target.name in texts and writing.write_if_changed(target.output, texts[target.name])
+        status = "written" if written else "unchanged"
+        console.say(f"{status:9} {target.output.relative_to(root)}", "green" if written else None)
+
+
 def cmd_check(args, console: Console) -> int:
     root = args.root
-    targets = pipeline.plan(root)
-    _, warnings = pipeline.load(root, validate=args.full)
-    report_lint(console, warnings, args.strict)
-    problems = {t.name: pipeline.freshness(t) for t in targets}
-    texts = _regenerated(root, targets) if args.full else None
+    targets = planning.plan(root)
+    modules = None
+    if args.full:
+        from generator import pipeline
+
+        modules = pipeline.load(root, validate=True)
+    report_lint(console, lint_findings(root, targets, modules), args.strict)
+    problems = {t.name: planning.freshness(t) for t in targets}
+    texts = pipeline.build(root, modules, targets, args.jobs) if modules else None
     if texts is not None:
-        problems = _full_comparison(root, targets, texts)
+        problems = _full_comparison(targets, texts)
     problems = {name: state for name, state in problems.items() if state != "fresh"}
-    orphaned = pipeline.orphans(root, targets)
+    orphaned = planning.orphans(root, targets)
     if not problems and not orphaned:
-        console.say(f"{len(targets)} generated modules are up to date", "green")
+        console.say(f"{len(targets)} generated files are up to date", "green")
         return OK
     # The slow path (torch names, black) runs only once something is wrong, to show the fix.
-    texts = texts or _regenerated(root, [t for t in targets if t.name in problems], args.jobs)
+    if texts is None:
+        from generator import pipeline
+
+        wrong = [t for t in targets if t.name in problems]
+        texts = pipeline.build(root, pipeline.load(root, validate=True), wrong, args.jobs)
     _explain(root, targets, problems, orphaned, console, texts)
     return DIFFERENT
 
 
-def _regenerated(root: Path, targets, jobs: int = 2) -> dict[str, str]:
-    modules, _ = pipeline.load(root, validate=True)
-    wanted = {t.name for t in targets}
-    return pipeline.build(root, [m for m in modules if m.spec.name in wanted], jobs=jobs)
-
-
-def _full_comparison(root: Path, targets, texts: dict[str, str]) -> dict[str, str]:
+def _full_comparison(targets, texts: dict[str, str]) -> dict[str, str]:
     """Byte comparison with a fresh render; the digest state explains any difference."""
     states = {}
     for target in targets:
         current = target.output.read_text() if target.output.exists() else None
-        state = pipeline.freshness(target)
+        state = planning.freshness(target)
         states[target.name] = "fresh" if current == texts[target.name] else (state if state != "fresh" else "edited")
     return states
 
@@ -144,6 +184,8 @@ def _explain(root, targets, problems, orphaned, console: Console, texts: dict[st
 
 
 def cmd_diff(args, console: Console) -> int:
+    from generator import reviewing, spec_loading
+
     refs = reviewing.builders(spec_loading.load_modules(args.root), args.backends)
     if args.rev:
         lines = reviewing.against_revision(args.root, args.rev, refs)
@@ -163,13 +205,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="project root (default: current directory)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    regenerate = commands.add_parser("regenerate", help="write generated/ from spec/ (only what changed)")
+    regenerate = commands.add_parser(
+        "regenerate", help=f"write generated/ and {planning.MATRIX_OUTPUT} from spec/ (only what changed)"
+    )
     regenerate.add_argument("--force", action="store_true", help="re-render every module, even unchanged ones")
     check = commands.add_parser("check", help="exit 1 if generated/ is stale, missing or hand-edited")
     check.add_argument("--full", action="store_true", help="re-render everything and compare bytes")
     for command in (regenerate, check):
         command.add_argument("--strict", action="store_true", help="treat lint warnings as errors")
         command.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes for black")
+    matrix = commands.add_parser("matrix", help=f"write {planning.MATRIX_OUTPUT}: patterns x backends -> dtype configs")
+    matrix.add_argument("--force", action="store_true", help="re-render even when it is up to date")
+    matrix.add_argument("--stdout", action="store_true", help="print the matrix instead of writing it")
+    matrix.set_defaults(handler=cmd_matrix)
     diff = commands.add_parser("diff", help="per-pattern semantic diff: against torch, or against a git revision")
     side = diff.add_mutually_exclusive_group(required=True)
     side.add_argument("--against-torch", action="store_true", help="generated builders against torch's builders")

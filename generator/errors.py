@@ -7,7 +7,10 @@ exit code in one table (`generator.cli.EXIT_CODES`).
 
 from __future__ import annotations
 
-from generator.model import SourceLocation
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the model is not needed to raise or print an error, and check's fast path skips it
+    from generator.model import SourceLocation
 
 
 class GeneratorError(Exception):

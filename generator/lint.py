@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from generator.expansion import ExpandedModule
 from generator.model import SourceLocation
-from generator.rendering import python_source
+from generator.source_spelling import python_source
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,15 @@ class LintWarning:
 
     def __str__(self) -> str:
         return f"{self.location}: {self.message}" if self.location else self.message
+
+    def to_json(self) -> list:
+        location = self.location
+        return [self.message, location.file, location.line] if location else [self.message, None, None]
+
+    @classmethod
+    def from_json(cls, item: list) -> LintWarning:
+        message, file, line = item
+        return cls(message, SourceLocation(file, line) if file is not None else None)
 
 
 def lint(modules: list[ExpandedModule]) -> list[LintWarning]:

@@ -1,82 +1,55 @@
 """The pipeline, end to end: spec -> model -> expansion -> rendering -> formatting -> writing.
 
-`plan` finds the generated modules and their input digests without executing
-anything, which is what makes `check` fast and lets `regenerate` skip modules
-whose inputs did not change. `build` runs the full pipeline for some modules.
+`load` executes and expands the spec; `build` renders and formats the targets
+that `planning` found to be out of date. Writing is left to the caller.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
-from dataclasses import dataclass
 from pathlib import Path
 
-from generator import digests, lint, resolution, spec_loading
+from generator import digests, resolution, spec_loading
 from generator.expansion import ExpandedModule, expand_module
 from generator.formatting import format_source
-from generator.rendering import render_module
+from generator.matrix import support_matrix
+from generator.planning import Target
+from generator.rendering import render_matrix, render_module
 
 
-@dataclass(frozen=True)
-class Target:
-    """A generated module: its spec file, output path and current input digest."""
-
-    name: str
-    spec_file: str
-    output: Path
-    inputs: str
-
-
-def plan(root: Path) -> list[Target]:
-    targets = []
-    for spec_file in spec_loading.spec_files(root):
-        name = spec_loading.module_name(spec_file)
-        relative = str(spec_file.relative_to(root))
-        targets.append(Target(name, relative, root / "generated" / f"{name}.py", digests.inputs_digest(root, relative)))
-    return targets
-
-
-def freshness(target: Target) -> str:
-    """'fresh', 'missing', 'stale' (inputs changed) or 'edited' (body or header changed by hand)."""
-    if not target.output.exists():
-        return "missing"
-    header, body = digests.split_generated(target.output.read_text())
-    if header is None or digests.body_digest(body) != header.body:
-        return "edited"
-    return "fresh" if header.inputs == target.inputs else "stale"
-
-
-def orphans(root: Path, targets: list[Target]) -> list[Path]:
-    """Generated modules whose spec file is gone."""
-    expected = {t.output for t in targets}
-    found = []
-    for path in sorted((root / "generated").glob("*.py")):
-        if path not in expected and path.read_text().startswith(digests.GENERATED_LINE):
-            found.append(path)
-    return found
-
-
-def load(root: Path, validate: bool) -> tuple[list[ExpandedModule], list[lint.LintWarning]]:
+def load(root: Path, validate: bool) -> list[ExpandedModule]:
     """Load and expand every spec module; `validate` checks torch names (may import torch)."""
     modules = spec_loading.load_modules(root)
     if validate:
         resolution.validate(modules, root)
-    expanded = [expand_module(m) for m in modules]
-    return expanded, lint.lint(expanded)
+    return [expand_module(m) for m in modules]
 
 
-def build(root: Path, modules: list[ExpandedModule], jobs: int = 2) -> dict[str, str]:
-    """Full text (header included) of each given module, formatted in parallel."""
-    rendered = [(m, render_module(m, root / "templates")) for m in modules]
-    outputs = [m.spec.output for m, _ in rendered]
-    sources = [source for _, source in rendered]
-    formatted = _format_all(sources, outputs, jobs)
-    texts = {}
-    for (module, _), body in zip(rendered, formatted):
-        inputs = digests.inputs_digest(root, module.spec.spec_file)
-        texts[module.spec.name] = digests.header_text(module.spec.spec_file, inputs, digests.body_digest(body)) + body
+def build(root: Path, modules: list[ExpandedModule], targets: list[Target], jobs: int = 2) -> dict[str, str]:
+    """Full text (header included) of each target, modules formatted in parallel.
+
+    `modules` must be every expanded module: the matrix is made from all of them.
+    """
+    by_name = {m.spec.name: m for m in modules}
+    wanted = [t for t in targets if not t.is_matrix]
+    bodies = _module_bodies(root, [by_name[t.name] for t in wanted], jobs)
+    texts = {t.name: _with_header(t, body) for t, body in zip(wanted, bodies)}
+    for target in targets:
+        if target.is_matrix:
+            body = render_matrix(support_matrix(modules), root / "templates")
+            texts[target.name] = _with_header(target, body)
     return texts
+
+
+def _module_bodies(root: Path, modules: list[ExpandedModule], jobs: int) -> list[str]:
+    sources = [render_module(m, root / "templates") for m in modules]
+    return _format_all(sources, [m.spec.output for m in modules], jobs)
+
+
+def _with_header(target: Target, body: str) -> str:
+    style = digests.comment_style(target.output)
+    return digests.header_text(target.source, target.inputs, digests.body_digest(body), style) + body
 
 
 def _format_all(sources: list[str], outputs: list[str], jobs: int) -> list[str]:

@@ -2,9 +2,8 @@
 
 Templates live in templates/ (module.py.j2, and one file per kind of generated
 function in templates/functions/). Rendering is strict: an undefined template
-variable is an error, never an empty string. Torch objects are written with the
-aliases torch's own sources use (`nn.`, `F.`, `nni.`, ...), and the imports are
-derived from the references the module actually contains.
+variable is an error, never an empty string. How each value is spelt in Python
+is decided in source_spelling.
 """
 
 from __future__ import annotations
@@ -15,83 +14,13 @@ import jinja2
 
 from generator.errors import TemplateRenderError
 from generator.expansion import ExpandedModule, torch_refs
+from generator.matrix import SupportMatrix
 from generator.model import (
     DEFAULT_OBSERVATION_TYPE,
-    DTypeConfig,
-    DTypeWithConstraints,
     FunctionDef,
     SourceLocation,
-    TorchRef,
 )
-
-# Modules imported under an alias: `import torch.nn as nn` renders torch.nn.X as nn.X.
-MODULE_ALIASES = {
-    "operator": "operator",
-    "torch": "torch",
-    "torch.nn": "nn",
-    "torch.nn.functional": "F",
-    "torch.ao.nn.intrinsic": "nni",
-    "torch.ao.nn.intrinsic.qat": "nniqat",
-    "torch.ao.nn.qat": "nnqat",
-    "torch.ao.nn.quantized.reference": "nnqr",
-}
-# Modules whose members are imported by name: `from M import fuse_conv_bn`.
-FROM_IMPORT_MODULES = (
-    "torch.ao.quantization.backend_config",
-    "torch.ao.quantization.fuser_method_mappings",
-    "torch.ao.quantization.utils",
-)
-
-
-def split_ref(path: str) -> tuple[str, str, bool]:
-    """(module, rest, imported by name?) for the longest known module prefix of a path."""
-    for module in sorted(list(MODULE_ALIASES) + list(FROM_IMPORT_MODULES), key=len, reverse=True):
-        if path.startswith(module + "."):
-            return module, path[len(module) + 1 :], module in FROM_IMPORT_MODULES
-    raise TemplateRenderError(f"no import is known for {path}; add its module to generator/rendering.py")
-
-
-def ref_source(ref: TorchRef) -> str:
-    module, rest, by_name = split_ref(ref.path)
-    return rest if by_name else f"{MODULE_ALIASES[module]}.{rest}"
-
-
-def import_lines(refs, extra_names: dict[str, set[str]]) -> list[str]:
-    """Sorted import statements for the given references plus names imported by name."""
-    plain: set[str] = set()
-    by_name: dict[str, set[str]] = {m: set(n) for m, n in extra_names.items()}
-    for ref in refs:
-        module, rest, imported_by_name = split_ref(ref.path)
-        if imported_by_name:
-            by_name.setdefault(module, set()).add(rest.split(".")[0])
-        else:
-            alias = MODULE_ALIASES[module]
-            plain.add(f"import {module}" if alias == module else f"import {module} as {alias}")
-    lines = sorted(plain, key=lambda line: line.split(" as ")[0])
-    for module in sorted(by_name):
-        lines.append(f"from {module} import {', '.join(sorted(by_name[module]))}")
-    return lines
-
-
-def python_source(value) -> str:
-    """A Python expression that evaluates to `value`, for values of the model."""
-    if isinstance(value, TorchRef):
-        return ref_source(value)
-    if isinstance(value, (DTypeConfig, DTypeWithConstraints, FunctionDef)):
-        return value.name
-    if isinstance(value, tuple):
-        items = [python_source(v) for v in value]
-        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return repr(value)
-    raise TemplateRenderError(f"cannot write {value!r} as Python source")
-
-
-def docstring(text: str) -> str:
-    """A docstring literal for spec text, falling back to repr when quoting needs it."""
-    if '"""' in text or "\\" in text or text.endswith('"'):
-        return repr(text)
-    return f'"""{text}"""'
+from generator.source_spelling import docstring, import_lines, python_source
 
 
 def make_environment(templates_dir: Path) -> jinja2.Environment:
@@ -120,6 +49,15 @@ def render_module(module: ExpandedModule, templates_dir: Path) -> str:
             exports=_exports(module),
             functions=functions,
         )
+    except jinja2.TemplateError as error:
+        raise _template_error(error, templates_dir) from None
+
+
+def render_matrix(matrix: SupportMatrix, templates_dir: Path) -> str:
+    """The support matrix document, without the digest header."""
+    env = make_environment(templates_dir)
+    try:
+        return env.get_template("docs/support-matrix.md.j2").render(matrix=matrix)
     except jinja2.TemplateError as error:
         raise _template_error(error, templates_dir) from None
 
@@ -162,19 +100,17 @@ def _template_error(error: jinja2.TemplateError, templates_dir: Path) -> Templat
     if name and line:
         location = SourceLocation(str(Path("templates") / name), line)
     elif isinstance(error, jinja2.UndefinedError):
-        location = _undefined_location(error)
+        location = _undefined_location(error, templates_dir)
     return TemplateRenderError(f"template error: {error}", location)
 
 
-def _undefined_location(error: jinja2.UndefinedError) -> SourceLocation | None:
+def _undefined_location(error: jinja2.UndefinedError, templates_dir: Path) -> SourceLocation | None:
     """Jinja reports undefined names without a line; find it in the traceback."""
     tb = error.__traceback__
     location = None
     while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if filename.endswith(".j2"):
-            location = SourceLocation(str(Path("templates") / Path(filename).name), tb.tb_lineno)
-            if "functions" in Path(filename).parts:
-                location = SourceLocation(str(Path("templates/functions") / Path(filename).name), tb.tb_lineno)
+        filename = Path(tb.tb_frame.f_code.co_filename)
+        if filename.suffix == ".j2" and templates_dir in filename.parents:
+            location = SourceLocation(str(Path("templates") / filename.relative_to(templates_dir)), tb.tb_lineno)
         tb = tb.tb_next
     return location

@@ -8,7 +8,6 @@ that caused it.
 
 from __future__ import annotations
 
-import ast
 import importlib
 import sys
 import traceback
@@ -23,29 +22,7 @@ from generator.errors import (
     SpecSyntaxError,
 )
 from generator.model import ModuleSpec, SourceLocation
-
-
-def spec_files(root: Path) -> list[Path]:
-    """The spec files that describe generated modules, in a stable order."""
-    return sorted(p for p in (root / "spec").glob("*.py") if not p.name.startswith("_"))
-
-
-def module_name(spec_file: Path) -> str:
-    """The generated module's name: `Module(name=...)` if given literally, else the file stem.
-
-    Read from the syntax tree so that `check` can map specs to outputs without
-    executing them.
-    """
-    try:
-        tree = ast.parse(spec_file.read_text(), str(spec_file))
-    except SyntaxError:
-        return spec_file.stem
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Module":
-            for keyword in node.keywords:
-                if keyword.arg == "name" and isinstance(keyword.value, ast.Constant):
-                    return str(keyword.value.value)
-    return spec_file.stem
+from generator.planning import spec_files
 
 
 def load_modules(root: Path) -> list[ModuleSpec]:

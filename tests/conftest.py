@@ -14,7 +14,7 @@ if str(ROOT) not in sys.path:
 
 def copy_project(destination: Path) -> Path:
     """A copy of what regenerate reads and writes, to run the generator on safely."""
-    for folder in ("spec", "templates", "generated"):
+    for folder in ("spec", "templates", "generated", "docs"):
         shutil.copytree(ROOT / folder, destination / folder, ignore=shutil.ignore_patterns("__pycache__"))
     return destination
 

@@ -1,12 +1,15 @@
 """check and diff, on copies of the project: clean, stale, hand-edited, missing, drifted."""
 
+import os
 import re
 import shutil
 import subprocess
+import sys
 
 import torch.ao.quantization.backend_config.fbgemm as torch_fbgemm
 
 from generator import cli
+from tests.conftest import ROOT
 
 
 def run(capsys, *args):
@@ -102,3 +105,33 @@ def test_diff_rev_names_the_patterns_a_spec_change_touched(project, capsys):
     assert "fbgemm: - pattern nn.Dropout" in out
     assert "executorch" not in out
     assert run(capsys, "--root", str(project), "diff", "--rev", "HEAD", "executorch")[0] == 0
+
+
+FAST_PATH_PROBE = """
+import sys
+from generator import cli
+code = cli.main(["--root", sys.argv[1], "check"])
+heavy = sorted(m for m in ("torch", "black", "jinja2", "generator.spec_loading") if m in sys.modules)
+print("exit", code, "imported", heavy)
+"""
+
+
+def test_check_fast_path_imports_neither_torch_nor_black_nor_the_spec(project):
+    def probe():
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        done = subprocess.run([sys.executable, "-c", FAST_PATH_PROBE, str(project)], env=env, capture_output=True)
+        return done.stdout.decode(), done.stderr.decode()
+
+    first_out, first_err = probe()  # no lint cache yet: the spec is executed once, still without torch or black
+    assert "exit 0 imported ['generator.spec_loading', 'jinja2']" in first_out
+    out, err = probe()
+    assert "exit 0 imported []" in out
+    assert err == first_err and "pattern nni.ConvReLU2d is registered again" in err  # lint findings, from the cache
+
+
+def test_check_strict_fails_on_lint_findings_with_or_without_the_cache(project, capsys):
+    for _ in range(2):
+        code, out = run(capsys, "--root", str(project), "check", "--strict")
+        assert code == 2
+        assert "error: spec/_common.py:88: pattern nni.ConvReLU2d is registered again" in out
+        assert "(--strict; 7 lint finding(s))" in out

@@ -8,6 +8,8 @@ from generator import cli, writing
 from tests.builders import GENERATED_MODULES
 from tests.conftest import ROOT, copy_project
 
+MATRIX = "docs/support-matrix.md"
+
 
 def run_generator(root, *args, seed="0"):
     env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(ROOT))
@@ -18,27 +20,28 @@ def run_generator(root, *args, seed="0"):
 
 
 def test_forced_regenerate_is_byte_identical_to_committed_under_two_hash_seeds(tmp_path):
+    outputs = [f"generated/{module}.py" for module in GENERATED_MODULES] + [MATRIX]
     roots = [copy_project(tmp_path / seed) for seed in ("1", "4242")]
     for root in roots:
-        for module in GENERATED_MODULES:
-            (root / "generated" / f"{module}.py").unlink()
+        for output in outputs:
+            (root / output).unlink()
     runs = [run_generator(root, "regenerate", "--force", seed=root.name) for root in roots]
     for run in runs:
         out, err = run.communicate()
         assert run.returncode == 0, err
-    for module in GENERATED_MODULES:
-        committed = (ROOT / "generated" / f"{module}.py").read_bytes()
+    for output in outputs:
+        committed = (ROOT / output).read_bytes()
         for root in roots:
-            assert (root / "generated" / f"{module}.py").read_bytes() == committed, (module, root.name)
+            assert (root / output).read_bytes() == committed, (output, root.name)
 
 
 def test_regenerate_on_the_committed_tree_changes_nothing(project, capsys):
-    before = {p.name: p.read_bytes() for p in (project / "generated").glob("*.py")}
+    files = [*(project / "generated").glob("*.py"), project / MATRIX]
+    before = {p: p.read_bytes() for p in files}
     assert cli.main(["--root", str(project), "regenerate"]) == 0
-    after = {p.name: p.read_bytes() for p in (project / "generated").glob("*.py")}
-    assert after == before
+    assert {p: p.read_bytes() for p in files} == before
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == len(GENERATED_MODULES)
+    assert len(lines) == len(GENERATED_MODULES) + 1
     assert all(line.startswith("unchanged") for line in lines)
 
 

@@ -1,0 +1,81 @@
+"""How values of the model are written as Python source.
+
+Torch objects are written with the aliases torch's own sources use (`nn.`, `F.`,
+`nni.`, ...), and the imports are derived from the references a module
+contains. Kept apart from rendering so that the lint, which names patterns the
+same way, does not import Jinja2.
+"""
+
+from __future__ import annotations
+
+from generator.errors import TemplateRenderError
+from generator.model import DTypeConfig, DTypeWithConstraints, FunctionDef, TorchRef
+
+# Modules imported under an alias: `import torch.nn as nn` renders torch.nn.X as nn.X.
+MODULE_ALIASES = {
+    "operator": "operator",
+    "torch": "torch",
+    "torch.nn": "nn",
+    "torch.nn.functional": "F",
+    "torch.ao.nn.intrinsic": "nni",
+    "torch.ao.nn.intrinsic.qat": "nniqat",
+    "torch.ao.nn.qat": "nnqat",
+    "torch.ao.nn.quantized.reference": "nnqr",
+}
+# Modules whose members are imported by name: `from M import fuse_conv_bn`.
+FROM_IMPORT_MODULES = (
+    "torch.ao.quantization.backend_config",
+    "torch.ao.quantization.fuser_method_mappings",
+    "torch.ao.quantization.utils",
+)
+
+
+def split_ref(path: str) -> tuple[str, str, bool]:
+    """(module, rest, imported by name?) for the longest known module prefix of a path."""
+    for module in sorted(list(MODULE_ALIASES) + list(FROM_IMPORT_MODULES), key=len, reverse=True):
+        if path.startswith(module + "."):
+            return module, path[len(module) + 1 :], module in FROM_IMPORT_MODULES
+    raise TemplateRenderError(f"no import is known for {path}; add its module to generator/rendering.py")
+
+
+def ref_source(ref: TorchRef) -> str:
+    module, rest, by_name = split_ref(ref.path)
+    return rest if by_name else f"{MODULE_ALIASES[module]}.{rest}"
+
+
+def import_lines(refs, extra_names: dict[str, set[str]]) -> list[str]:
+    """Sorted import statements for the given references plus names imported by name."""
+    plain: set[str] = set()
+    by_name: dict[str, set[str]] = {m: set(n) for m, n in extra_names.items()}
+    for ref in refs:
+        module, rest, imported_by_name = split_ref(ref.path)
+        if imported_by_name:
+            by_name.setdefault(module, set()).add(rest.split(".")[0])
+        else:
+            alias = MODULE_ALIASES[module]
+            plain.add(f"import {module}" if alias == module else f"import {module} as {alias}")
+    lines = sorted(plain, key=lambda line: line.split(" as ")[0])
+    for module in sorted(by_name):
+        lines.append(f"from {module} import {', '.join(sorted(by_name[module]))}")
+    return lines
+
+
+def python_source(value) -> str:
+    """A Python expression that evaluates to `value`, for values of the model."""
+    if isinstance(value, TorchRef):
+        return ref_source(value)
+    if isinstance(value, (DTypeConfig, DTypeWithConstraints, FunctionDef)):
+        return value.name
+    if isinstance(value, tuple):
+        items = [python_source(v) for v in value]
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return repr(value)
+    raise TemplateRenderError(f"cannot write {value!r} as Python source")
+
+
+def docstring(text: str) -> str:
+    """A docstring literal for spec text, falling back to repr when quoting needs it."""
+    if '"""' in text or "\\" in text or text.endswith('"'):
+        return repr(text)
+    return f'"""{text}"""'

@@ -1,0 +1,130 @@
+"""docs/support-matrix.md: every cell is what the generated builders register, and check keeps it fresh."""
+
+import difflib
+import importlib
+import re
+
+from torch.ao.quantization.backend_config import DTypeConfig
+
+from generator import cli
+from generator.torch_names import describe_pattern
+from tests.builders import BUILDERS
+from tests.conftest import ROOT
+
+MATRIX = "docs/support-matrix.md"
+
+
+def parse_matrix(text: str) -> tuple[dict[str, dict[str, tuple[str, ...]]], dict[str, int], list[str]]:
+    """({backend: {pattern: dtype config names}}, {backend: pattern count}, family names), read from the tables."""
+    columns: dict[str, dict[str, tuple[str, ...]]] = {}
+    counts: dict[str, int] = {}
+    families: list[str] = []
+    backends: list[str] = []
+    in_family = False
+    for line in text.splitlines():
+        if line.startswith("## "):
+            in_family = False
+        elif line.startswith("### "):
+            families.append(line[4:])
+            in_family = True
+        elif line.startswith("| pattern |"):
+            backends = [cell.strip() for cell in line.strip("|").split("|")[1:]]
+        elif re.match(r"^\| `[^`]+` \| `get_", line):
+            backend, _builder, _module, count = [cell.strip() for cell in line.strip("|").split("|")]
+            counts[backend.strip("`")] = int(count)
+        elif in_family and line.startswith("| ") and not line.startswith("|---"):
+            label, *cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+            pattern = re.fullmatch(r"(?:◐ )?`(.+)`", label).group(1)
+            for backend, cell in zip(backends, cells, strict=True):
+                if cell != "·":
+                    names = tuple(re.fullmatch(r"`(\w+)`", n).group(1) for n in cell.split("<br>"))
+                    assert pattern not in columns.setdefault(backend, {}), (backend, pattern)
+                    columns[backend][pattern] = names
+    return columns, counts, families
+
+
+def registered(builder) -> tuple[str, dict[str, tuple[str, ...]]]:
+    """The backend name and {pattern: dtype config names} of a generated builder, read from the objects."""
+    module = importlib.import_module(f"generated.{builder.module}")
+    names = {id(value): name for name, value in vars(module).items() if isinstance(value, DTypeConfig)}
+    config = builder.ours()()
+    patterns = {}
+    for pattern_config in config.configs:
+        pattern = pattern_config.pattern
+        if pattern is None:
+            pattern = pattern_config._pattern_complex_format
+        patterns[describe_pattern(pattern)] = tuple(names[id(dc)] for dc in pattern_config.dtype_configs)
+    return config.name, patterns
+
+
+def test_every_cell_is_what_the_generated_builder_registers():
+    columns, counts, families = parse_matrix((ROOT / MATRIX).read_text())
+    expected = dict(registered(builder) for builder in BUILDERS)
+    assert set(columns) == set(expected)
+    for backend, patterns in expected.items():
+        assert columns[backend] == patterns, backend
+        assert counts[backend] == len(patterns), backend
+    assert families == sorted(families)
+
+
+def test_the_parser_sees_a_changed_cell():
+    text = (ROOT / MATRIX).read_text()
+    columns, _, _ = parse_matrix(text)
+    changed = text.replace("`x86_weighted_op_int8_dtype_config` |", "· |", 1)
+    assert changed != text
+    assert parse_matrix(changed)[0] != columns
+
+
+def run(capsys, project, *args):
+    code = cli.main(["--root", str(project), *args])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_check_finds_a_missing_matrix_and_the_matrix_command_restores_it(project, capsys):
+    committed = (project / MATRIX).read_bytes()
+    (project / MATRIX).unlink()
+    code, out = run(capsys, project, "check")
+    assert code == 1
+    assert f"{MATRIX}: missing" in out
+    assert not re.search(r"^generated/\S+: ", out, re.MULTILINE)  # the modules are fine
+    assert run(capsys, project, "matrix") == (0, f"written   {MATRIX}\n")
+    assert (project / MATRIX).read_bytes() == committed
+    assert run(capsys, project, "matrix") == (0, f"unchanged {MATRIX}\n")
+    assert run(capsys, project, "check")[0] == 0
+
+
+def test_check_finds_a_hand_edited_cell(project, capsys):
+    matrix = project / MATRIX
+    matrix.write_text(matrix.read_text().replace("`x86_weighted_op_int8_dtype_config` |", "· |", 1))
+    code, out = run(capsys, project, "check")
+    assert code == 1
+    assert f"{MATRIX}: edited by hand" in out
+    assert "+| " in out  # the diff shows the row as regenerate would write it
+    assert run(capsys, project, "check", "--full")[0] == 1
+
+
+def test_a_spec_change_makes_the_matrix_stale_and_touches_one_row(project, capsys):
+    before = (project / MATRIX).read_text()
+    common = project / "spec" / "_common.py"
+    common.write_text(common.read_text().replace("nn.Dropout, nn.PReLU,", "nn.PReLU,"))
+    code, out = run(capsys, project, "check")
+    assert code == 1
+    assert f"{MATRIX}: stale" in out
+    assert run(capsys, project, "regenerate")[0] == 0
+    after = (project / MATRIX).read_text()
+    changed_rows = [
+        line
+        for line in difflib.unified_diff(before.splitlines(), after.splitlines(), n=0, lineterm="")
+        if line[:1] in "+-" and line[1:3] == "| " and not re.match(r"^[-+]\| `[^`]+` \| `get_", line)
+    ]
+    assert len(changed_rows) == 1 and changed_rows[0].startswith("-| ◐ `nn.Dropout` |"), changed_rows
+    assert "nn.Dropout" not in parse_matrix(after)[0]["fbgemm"]
+
+
+def test_matrix_stdout_prints_without_writing(project, capsys):
+    (project / MATRIX).unlink()
+    code, out = run(capsys, project, "matrix", "--stdout")
+    assert code == 0
+    assert out == (ROOT / MATRIX).read_text()
+    assert not (project / MATRIX).exists()
