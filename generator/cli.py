@@ -85,14 +85,18 @@ def report_lint(console: Console, findings: list[str], strict: bool) -> None:
 
 
 def cmd_regenerate(args, console: Console) -> int:
-    from generator import pipeline
-
     root = args.root
     targets = planning.plan(root)
     stale = [t for t in targets if args.force or planning.freshness(t) != "fresh"]
-    modules = pipeline.load(root, validate=True) if stale else None
-    report_lint(console, lint_findings(root, targets, modules), args.strict)
-    texts = pipeline.build(root, modules, stale, jobs=args.jobs) if stale else {}
+    texts = {}
+    if stale:
+        from generator import pipeline
+
+        modules = pipeline.load(root, validate=True)
+        report_lint(console, lint_findings(root, targets, modules), args.strict)
+        texts = pipeline.build(root, modules, stale, jobs=args.jobs)
+    else:
+        report_lint(console, lint_findings(root, targets, None), args.strict)
     _write(root, targets, texts, console)
     for orphan in planning.orphans(root, targets):
         orphan.unlink()

@@ -23,15 +23,6 @@ class LintWarning:
     def __str__(self) -> str:
         return f"{self.location}: {self.message}" if self.location else self.message
 
-    def to_json(self) -> list:
-        location = self.location
-        return [self.message, location.file, location.line] if location else [self.message, None, None]
-
-    @classmethod
-    def from_json(cls, item: list) -> LintWarning:
-        message, file, line = item
-        return cls(message, SourceLocation(file, line) if file is not None else None)
-
 
 def lint(modules: list[ExpandedModule]) -> list[LintWarning]:
     backends_by_pair: dict[tuple, list[str]] = {}

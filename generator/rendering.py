@@ -8,12 +8,14 @@ is decided in source_spelling.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import jinja2
 
 from generator.errors import TemplateRenderError
 from generator.expansion import ExpandedModule, torch_refs
+from generator.formatting import BLOCK_MARKER
 from generator.matrix import SupportMatrix
 from generator.model import (
     DEFAULT_OBSERVATION_TYPE,
@@ -23,7 +25,13 @@ from generator.model import (
 from generator.source_spelling import docstring, import_lines, python_source
 
 
+@functools.cache
 def make_environment(templates_dir: Path) -> jinja2.Environment:
+    """One environment per templates folder, so each template is compiled once per process.
+
+    Jinja2 checks a template file's modification time before reusing it, so an
+    edited template is recompiled.
+    """
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir)),
         undefined=jinja2.StrictUndefined,
@@ -35,7 +43,15 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
     env.filters["py"] = python_source
     env.filters["docstring"] = docstring
     env.globals["DEFAULT_OBSERVATION_TYPE"] = DEFAULT_OBSERVATION_TYPE
+    env.globals["BLOCK_MARKER"] = BLOCK_MARKER
     return env
+
+
+def preload(templates_dir: Path) -> None:
+    """Compile every template now, e.g. before forking workers that would each compile them."""
+    env = make_environment(templates_dir)
+    for name in env.list_templates(extensions=["j2"]):
+        env.get_template(name)
 
 
 def render_module(module: ExpandedModule, templates_dir: Path) -> str:

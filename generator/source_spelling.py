@@ -30,9 +30,12 @@ FROM_IMPORT_MODULES = (
 )
 
 
+_LONGEST_MODULE_FIRST = sorted([*MODULE_ALIASES, *FROM_IMPORT_MODULES], key=len, reverse=True)
+
+
 def split_ref(path: str) -> tuple[str, str, bool]:
     """(module, rest, imported by name?) for the longest known module prefix of a path."""
-    for module in sorted(list(MODULE_ALIASES) + list(FROM_IMPORT_MODULES), key=len, reverse=True):
+    for module in _LONGEST_MODULE_FIRST:
         if path.startswith(module + "."):
             return module, path[len(module) + 1 :], module in FROM_IMPORT_MODULES
     raise TemplateRenderError(f"no import is known for {path}; add its module to generator/rendering.py")
