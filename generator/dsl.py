@@ -377,4 +377,5 @@ def Module(doc: str, backends, exports=(), dtype_configs=(), name=None):
         backends=tuple(backends),
         exports=tuple(exports),
         dtype_configs=tuple(dtype_configs),
+        location=spec_location(),
     )

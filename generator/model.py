@@ -173,6 +173,7 @@ class ModuleSpec:
     backends: tuple[Backend, ...]
     exports: tuple[str, ...] = ()
     extra_dtype_configs: tuple[DTypeConfig, ...] = ()
+    location: SourceLocation | None = field(default=None, compare=False, repr=False)
 
     @property
     def output(self) -> str:

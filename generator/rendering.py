@@ -9,6 +9,7 @@ is decided in source_spelling.
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import jinja2
@@ -42,9 +43,17 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
     )
     env.filters["py"] = python_source
     env.filters["docstring"] = docstring
+    env.filters["md_code"] = markdown_code
     env.globals["DEFAULT_OBSERVATION_TYPE"] = DEFAULT_OBSERVATION_TYPE
     env.globals["BLOCK_MARKER"] = BLOCK_MARKER
     return env
+
+
+def markdown_code(text: str) -> str:
+    """Inline code for a Markdown table cell: pipes escaped, fenced by more backticks than it holds."""
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    padded = f" {text} " if text.startswith("`") or text.endswith("`") else text
+    return fence + padded.replace("|", "\\|") + fence
 
 
 def preload(templates_dir: Path) -> None:

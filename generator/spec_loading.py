@@ -8,9 +8,10 @@ that caused it.
 
 from __future__ import annotations
 
+import builtins
+import difflib
 import importlib
 import sys
-import traceback
 from pathlib import Path
 
 from generator import dsl
@@ -56,6 +57,7 @@ def _load_one(root: Path, path: Path) -> ModuleSpec:
         backends=declared.backends,
         exports=declared.exports,
         extra_dtype_configs=declared.dtype_configs,
+        location=getattr(declared, "location", None) or SourceLocation(relative, 1),
     )
 
 
@@ -68,17 +70,31 @@ def _import_spec(root: Path, stem: str):
         location = SourceLocation(_relative(root, error.filename), error.lineno or 1)
         raise SpecSyntaxError(f"invalid Python: {error.msg}", location) from None
     except Exception as error:
-        location = _innermost_spec_frame(root, error)
-        raise SpecExecutionError(f"{type(error).__name__}: {error}", location) from None
+        location, names = _innermost_spec_frame(root, error)
+        hint = _name_hint(error, names)
+        raise SpecExecutionError(f"{type(error).__name__}: {error}{hint}", location) from None
 
 
-def _innermost_spec_frame(root: Path, error: BaseException) -> SourceLocation | None:
+def _innermost_spec_frame(root: Path, error: BaseException) -> tuple[SourceLocation | None, set[str]]:
+    """Where in the spec the error arose, and the names visible there."""
     spec_dir = str(root / "spec")
-    location = None
-    for frame in traceback.extract_tb(error.__traceback__):
-        if frame.filename.startswith(spec_dir):
-            location = SourceLocation(_relative(root, frame.filename), frame.lineno or 1)
-    return location
+    location, names = None, set()
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename.startswith(spec_dir):
+            location = SourceLocation(_relative(root, code.co_filename), tb.tb_lineno or 1)
+            names = set(tb.tb_frame.f_globals) | set(tb.tb_frame.f_locals) | set(dir(builtins))
+        tb = tb.tb_next
+    return location, names
+
+
+def _name_hint(error: Exception, names: set[str]) -> str:
+    """Python prints 'did you mean' only in full tracebacks; a one-line error needs it too."""
+    if isinstance(error, NameError) and error.name:
+        close = difflib.get_close_matches(error.name, sorted(names), n=1)
+        return f" (did you mean {close[0]!r}?)" if close else ""
+    return ""
 
 
 def _relative(root: Path, filename: str | None) -> str:
@@ -99,6 +115,7 @@ def _check_unique_outputs(modules: list[ModuleSpec]) -> None:
         other = seen.setdefault(module.output, module)
         if other is not module:
             raise DuplicateOutputError(
-                f"{module.spec_file} and {other.spec_file} both write {module.output}",
-                SourceLocation(module.spec_file, 1),
+                f"this module writes {module.output}, which {other.spec_file} already writes; "
+                "give one of them another Module(name=...) or file name",
+                module.location,
             )

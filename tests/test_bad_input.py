@@ -1,0 +1,101 @@
+"""Broken specs and templates give one located error line, exit 2 and change no file; odd strings survive.
+
+Each folder in tests/bad_specs/ is laid over a copy of the project (its files
+replace or add to spec/ and templates/), and `expected.txt` holds the one error
+line the generator must print for it.
+"""
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator import cli
+from tests.conftest import ROOT
+from tests.test_matrix import parse_matrix
+
+CASES = sorted(p for p in (ROOT / "tests" / "bad_specs").iterdir() if p.is_dir())
+
+
+def overlay(case: Path, project: Path) -> None:
+    for source in case.rglob("*"):
+        if source.is_file() and source.name != "expected.txt":
+            target = project / source.relative_to(case)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+
+
+def snapshot(project: Path) -> dict[str, bytes]:
+    """Every file regenerate could write, temporary files included."""
+    files = [*(project / "generated").iterdir(), *(project / "docs").iterdir()]
+    return {str(p.relative_to(project)): p.read_bytes() for p in files if p.is_file()}
+
+
+@pytest.mark.parametrize("command", ["regenerate", "check"])
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_a_broken_input_gives_one_located_error_and_changes_nothing(case, command, project, capsys):
+    overlay(case, project)
+    before = snapshot(project)
+    code = cli.main(["--root", str(project), command])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert [line for line in err.splitlines() if not line.startswith("warning: ")] == [
+        (case / "expected.txt").read_text().strip()
+    ]
+    assert snapshot(project) == before
+
+
+def test_the_process_exits_2(project):
+    case = ROOT / "tests" / "bad_specs" / "syntax_error"
+    overlay(case, project)
+    command = [sys.executable, "-m", "generator", "--root", str(project), "regenerate"]
+    run = subprocess.run(command, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
+    assert run.returncode == 2
+    assert run.stderr.splitlines() == [(case / "expected.txt").read_text().strip()]
+
+
+ODD_STRINGS = ["it's", 'say "hi"', "back\\slash", "new\nline", 'tri"""ple', "pipe|and`tick"]
+
+ODD_SPEC = '''
+"""A spec with strings that need escaping."""
+
+from generator.dsl import Backend, DTypeConfig, Module, config, torch
+
+weighted_op_quint8_dtype_config = DTypeConfig(
+    input_dtype=torch.quint8, output_dtype=torch.quint8, weight_dtype=torch.qint8, bias_dtype=torch.float
+)
+
+MODULE = Module(
+    doc={doc!r},
+    backends=[
+        Backend(
+            name={name!r},
+            builder="get_qnnpack_pt2e_backend_config",
+            doc={doc!r},
+            configs=[config(pattern, [weighted_op_quint8_dtype_config]) for pattern in {patterns!r}],
+        )
+    ],
+)
+'''
+
+
+def test_odd_strings_are_emitted_as_code_that_equals_them(project, capsys):
+    doc = 'Doc with """quotes""", a \\ backslash\nand a second line.'
+    name = "q'n\"n\\pack"
+    spec = ODD_SPEC.format(doc=doc, name=name, patterns=ODD_STRINGS)
+    (project / "spec" / "qnnpack_pt2e.py").write_text(spec)
+    assert cli.main(["--root", str(project), "regenerate"]) == 0
+    module_spec = importlib.util.spec_from_file_location("odd", project / "generated" / "qnnpack_pt2e.py")
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    config = module.get_qnnpack_pt2e_backend_config()
+    assert config.name == name
+    assert [c.pattern for c in config.configs] == ODD_STRINGS
+    assert module.__doc__ == doc
+    assert module.get_qnnpack_pt2e_backend_config.__doc__ == doc
+    matrix, _, _ = parse_matrix((project / "docs" / "support-matrix.md").read_text())
+    assert len(matrix[name]) == len(ODD_STRINGS)
