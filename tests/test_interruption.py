@@ -1,0 +1,185 @@
+"""A regenerate killed with SIGKILL leaves every file whole (old or new), and check then tells which.
+
+The project is changed so that every output changes: a line added to the module
+template (new bodies) and a comment added to spec/_common.py (new digests, the
+matrix included). Two ways of killing:
+- at every step of the write phase (temporary file created, half written,
+  before and after fsync, before and after the rename), in forked children
+  that run regenerate's own writing code and SIGKILL themselves there;
+- real `python -m generator regenerate` processes killed after a delay.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from generator import cli, pipeline, planning, writing
+from tests.conftest import ROOT, copy_project
+
+
+def change_every_output(project: Path) -> None:
+    template = project / "templates" / "module.py.j2"
+    marked = template.read_text().replace("\n__all__ = [", "\n# Changed for the interruption test.\n__all__ = [", 1)
+    template.write_text(marked)
+    common = project / "spec" / "_common.py"
+    common.write_text(common.read_text() + "# changed for the interruption test\n")
+
+
+def outputs(project: Path) -> list[Path]:
+    return [t.output for t in planning.plan(project)]
+
+
+def contents(project: Path) -> dict[Path, bytes]:
+    return {path: path.read_bytes() for path in outputs(project)}
+
+
+@pytest.fixture(scope="module")
+def versions(tmp_path_factory):
+    """(old, new): the bytes of every output before and after the change, by path relative to the project."""
+    project = copy_project(tmp_path_factory.mktemp("versions"))
+    old = {p.relative_to(project): b for p, b in contents(project).items()}
+    change_every_output(project)
+    assert cli.main(["--root", str(project), "regenerate"]) == 0
+    new = {p.relative_to(project): b for p, b in contents(project).items()}
+    assert all(old[p] != new[p] for p in old), "every output must change"
+    return old, new
+
+
+def verify_whole_and_fresh_exactly_when_new(project: Path, old: dict, new: dict, targets=None) -> set[str]:
+    """Each output is its old or its new version, and check's freshness agrees; returns the new ones."""
+    renewed = set()
+    for target in targets or planning.plan(project):
+        relative = target.output.relative_to(project)
+        current = target.output.read_bytes()
+        assert current in (old[relative], new[relative]), f"{relative} is torn"
+        is_new = current == new[relative]
+        assert planning.freshness(target) == ("fresh" if is_new else "stale"), relative
+        if is_new:
+            renewed.add(str(relative))
+    return renewed
+
+
+class KillAt:
+    """Wraps the calls regenerate's writer makes, and SIGKILLs this process at call number `point`."""
+
+    def __init__(self, point: int):
+        self.point = point
+        self.calls = 0
+
+    def step(self) -> None:
+        if self.calls == self.point:
+            os.kill(os.getpid(), signal.SIGKILL)
+        self.calls += 1
+
+    def install(self) -> None:
+        real_mkstemp, real_fdopen = writing.tempfile.mkstemp, writing.os.fdopen
+        real_fsync, real_replace = writing.os.fsync, writing.os.replace
+
+        def mkstemp(*args, **kwargs):
+            handle = real_mkstemp(*args, **kwargs)
+            self.step()  # an empty temporary file exists
+            return handle
+
+        def fdopen(*args, **kwargs):
+            return HalfWriteThenStep(real_fdopen(*args, **kwargs), self)
+
+        def fsync(fd):
+            self.step()
+            real_fsync(fd)
+            self.step()
+
+        def replace(source, target):
+            self.step()
+            real_replace(source, target)
+            self.step()
+
+        writing.tempfile.mkstemp, writing.os.fdopen = mkstemp, fdopen
+        writing.os.fsync, writing.os.replace = fsync, replace
+
+
+class HalfWriteThenStep:
+    def __init__(self, stream, killer: KillAt):
+        self.stream, self.killer = stream, killer
+
+    def write(self, data: bytes) -> int:
+        half = len(data) // 2
+        self.stream.write(data[:half])
+        self.stream.flush()
+        self.killer.step()  # the temporary file is half written
+        return half + self.stream.write(data[half:])
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        return self.stream.__exit__(*exc_info)
+
+
+def run_write_phase_killed_at(project: Path, targets, texts, point: int) -> bool:
+    """Run regenerate's write phase in a child killed at `point`; False when it finished first."""
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            KillAt(point).install()
+            with open(os.devnull, "w") as devnull:
+                cli._write(project, targets, texts, cli.Console(devnull, devnull))
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+def restore(project: Path, old: dict) -> None:
+    for relative, data in old.items():
+        (project / relative).write_bytes(data)
+
+
+def test_killed_at_every_step_of_writing(versions, tmp_path):
+    old, new = versions
+    project = copy_project(tmp_path / "project")
+    change_every_output(project)
+    targets = planning.plan(project)
+    texts = pipeline.build(project, pipeline.load(project, validate=True), targets)
+    killed, mixed = 0, 0
+    for point in range(1000):
+        restore(project, old)
+        if not run_write_phase_killed_at(project, targets, texts, point):
+            break
+        killed += 1
+        renewed = verify_whole_and_fresh_exactly_when_new(project, old, new, targets)
+        mixed += 0 < len(renewed) < len(old)
+    assert killed >= 6 * len(old)  # six kill points per file
+    assert mixed > 0
+    assert verify_whole_and_fresh_exactly_when_new(project, old, new) == {str(p) for p in new}
+
+
+def test_real_regenerate_killed_then_check_tells_the_truth(versions, tmp_path, capsys):
+    old, new = versions
+    project = copy_project(tmp_path / "project")
+    change_every_output(project)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    command = [sys.executable, "-m", "generator", "--root", str(project), "regenerate"]
+    for delay in (0.5, 2.5):  # before anything is written, and around the write phase
+        restore(project, old)
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        renewed = verify_whole_and_fresh_exactly_when_new(project, old, new)
+        code = cli.main(["--root", str(project), "check"])
+        out = capsys.readouterr().out
+        named = {line.split(":")[0] for line in out.splitlines() if ": stale" in line}
+        assert named == {str(p) for p in old} - renewed
+        assert code == (0 if not named else 1)
+    assert subprocess.run(command, env=env, capture_output=True).returncode == 0
+    assert verify_whole_and_fresh_exactly_when_new(project, old, new) == {str(p) for p in new}
+    assert cli.main(["--root", str(project), "check"]) == 0
+    assert not list(project.rglob(".*.tmp"))
