@@ -213,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
         "regenerate", help=f"write generated/ and {planning.MATRIX_OUTPUT} from spec/ (only what changed)"
     )
     regenerate.add_argument("--force", action="store_true", help="re-render every module, even unchanged ones")
-    check = commands.add_parser("check", help="exit 1 if generated/ is stale, missing or hand-edited")
+    check = commands.add_parser("check", help="exit 1 if a generated file is stale, missing or hand-edited")
     check.add_argument("--full", action="store_true", help="re-render everything and compare bytes")
     for command in (regenerate, check):
         command.add_argument("--strict", action="store_true", help="treat lint warnings as errors")
