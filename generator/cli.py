@@ -71,9 +71,12 @@ def lint_findings(root: Path, targets, modules) -> list[str]:
     from generator import lint, pipeline
 
     findings = [str(f) for f in lint.lint(modules if modules is not None else pipeline.load(root, validate=False))]
-    for old in cache_file.parent.glob("lint-*.json"):
-        old.unlink(missing_ok=True)
-    writing.write_if_changed(cache_file, json.dumps(findings, indent=1))
+    try:
+        for old in cache_file.parent.glob("lint-*.json"):
+            old.unlink(missing_ok=True)
+        writing.write_if_changed(cache_file, json.dumps(findings, indent=1))
+    except OSError:
+        pass  # a read-only checkout only loses the speed-up: the findings were computed
     return findings
 
 
@@ -92,9 +95,8 @@ def cmd_regenerate(args, console: Console) -> int:
     if stale:
         from generator import pipeline
 
-        modules = pipeline.load(root, validate=True)
+        modules, texts = pipeline.load_and_build(root, stale, args.jobs)
         report_lint(console, lint_findings(root, targets, modules), args.strict)
-        texts = pipeline.build(root, modules, stale, jobs=args.jobs)
     else:
         report_lint(console, lint_findings(root, targets, None), args.strict)
     _write(root, targets, texts, console)
@@ -111,7 +113,7 @@ def cmd_matrix(args, console: Console) -> int:
     matrix = [t for t in planning.plan(root) if t.is_matrix]
     texts = {}
     if args.stdout or args.force or planning.freshness(matrix[0]) != "fresh":
-        texts = pipeline.build(root, pipeline.load(root, validate=True), matrix)
+        _, texts = pipeline.load_and_build(root, matrix, jobs=1)
     if args.stdout:
         console.out.write(texts[planning.MATRIX])
     else:
@@ -131,14 +133,13 @@ def _write(root: Path, targets, texts: dict[str, str], console: Console) -> None
 def cmd_check(args, console: Console) -> int:
     root = args.root
     targets = planning.plan(root)
-    modules = None
+    modules, texts = None, None
     if args.full:
         from generator import pipeline
 
-        modules = pipeline.load(root, validate=True)
+        modules, texts = pipeline.load_and_build(root, targets, args.jobs)
     report_lint(console, lint_findings(root, targets, modules), args.strict)
     problems = {t.name: planning.freshness(t) for t in targets}
-    texts = pipeline.build(root, modules, targets, args.jobs) if modules else None
     if texts is not None:
         problems = _full_comparison(targets, texts)
     problems = {name: state for name, state in problems.items() if state != "fresh"}
@@ -151,7 +152,7 @@ def cmd_check(args, console: Console) -> int:
         from generator import pipeline
 
         wrong = [t for t in targets if t.name in problems]
-        texts = pipeline.build(root, pipeline.load(root, validate=True), wrong, args.jobs)
+        _, texts = pipeline.load_and_build(root, wrong, args.jobs)
     _explain(root, targets, problems, orphaned, console, texts)
     return DIFFERENT
 

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
+import os
+import threading
+import time
 from collections.abc import Callable
 
 from generator.errors import FormattingError
@@ -38,6 +41,21 @@ def format_block(block: str, output: str) -> str:
         raise FormattingError(f"{output}: the templates rendered invalid Python: {error}") from None
 
 
+def _exit_with_parent(parent: int) -> None:
+    """In a worker: exit once the parent is gone, e.g. killed with SIGKILL.
+
+    A worker waits on a queue whose other end it also holds (fork), so it would
+    otherwise wait forever after its parent died.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 class Formatter:
     """Formats modules' blocks in forked worker processes, or inline for one job.
 
@@ -54,7 +72,10 @@ class Formatter:
             import black  # noqa: F401  -- imported once, before forking, so the workers inherit it
 
             context = multiprocessing.get_context("fork")
-            self.pool = concurrent.futures.ProcessPoolExecutor(self.jobs, mp_context=context)
+            self.pool = concurrent.futures.ProcessPoolExecutor(
+                self.jobs, mp_context=context, initializer=_exit_with_parent, initargs=(os.getpid(),)
+            )
+            self.pool.submit(os.getpid).result()  # with fork, the first task starts every worker now
         return self
 
     def submit(self, source: str, output: str) -> Callable[[], str]:

@@ -24,26 +24,38 @@ def load(root: Path, validate: bool) -> list[ExpandedModule]:
     return [expand_module(m) for m in modules]
 
 
-def build(root: Path, modules: list[ExpandedModule], targets: list[Target], jobs: int = 2) -> dict[str, str]:
+def load_and_build(root: Path, targets: list[Target], jobs: int) -> tuple[list[ExpandedModule], dict[str, str]]:
+    """Load the spec, validating its torch names, and build the given targets."""
+    # The formatting workers fork before validation may import torch (on a cold name
+    # cache), so that they do not each hold a copy-on-write view of torch's memory.
+    with Formatter(jobs) as formatter:
+        modules = load(root, validate=True)
+        return modules, build(root, modules, targets, formatter)
+
+
+def build(root: Path, modules: list[ExpandedModule], targets: list[Target], formatter: Formatter | None = None):
     """Full text (header included) of each target; black runs in parallel while rendering goes on.
 
     `modules` must be every expanded module: the matrix is made from all of them.
+    Without a `formatter`, black runs in this process.
     """
+    if formatter is None:
+        with Formatter(1) as inline:
+            return build(root, modules, targets, inline)
     by_name = {m.spec.name: m for m in modules}
     wanted = [t for t in targets if not t.is_matrix]
     largest_first = sorted(wanted, key=lambda t: -_pattern_count(by_name[t.name]))
     templates = root / "templates"
     rendering.preload(templates)
     texts = {}
-    with Formatter(jobs) as formatter:
-        pending = {}
-        for target in largest_first:
-            module = by_name[target.name]
-            pending[target.name] = formatter.submit(render_module(module, templates), module.spec.output)
-        for target in targets:
-            if target.is_matrix:
-                texts[target.name] = _with_header(target, render_matrix(support_matrix(modules), templates))
-        texts.update({t.name: _with_header(t, pending[t.name]()) for t in wanted})
+    pending = {}
+    for target in largest_first:
+        module = by_name[target.name]
+        pending[target.name] = formatter.submit(render_module(module, templates), module.spec.output)
+    for target in targets:
+        if target.is_matrix:
+            texts[target.name] = _with_header(target, render_matrix(support_matrix(modules), templates))
+    texts.update({t.name: _with_header(t, pending[t.name]()) for t in wanted})
     return texts
 
 

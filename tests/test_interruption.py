@@ -161,6 +161,25 @@ def test_killed_at_every_step_of_writing(versions, tmp_path):
     assert verify_whole_and_fresh_exactly_when_new(project, old, new) == {str(p) for p in new}
 
 
+def processes_mentioning(text: str) -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text in cmdline.read_bytes().decode(errors="replace"):
+                found.append(cmdline.parent.name)
+        except OSError:
+            pass  # the process ended while we looked
+    return found
+
+
+def assert_no_process_left(project: Path) -> None:
+    """The formatting workers exit with their killed parent instead of waiting forever."""
+    deadline = time.monotonic() + 5
+    while processes_mentioning(str(project)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_mentioning(str(project)) == []
+
+
 def test_real_regenerate_killed_then_check_tells_the_truth(versions, tmp_path, capsys):
     old, new = versions
     project = copy_project(tmp_path / "project")
@@ -173,6 +192,7 @@ def test_real_regenerate_killed_then_check_tells_the_truth(versions, tmp_path, c
         time.sleep(delay)
         process.send_signal(signal.SIGKILL)
         process.wait()
+        assert_no_process_left(project)
         renewed = verify_whole_and_fresh_exactly_when_new(project, old, new)
         code = cli.main(["--root", str(project), "check"])
         out = capsys.readouterr().out
