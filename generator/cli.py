@@ -91,14 +91,12 @@ def cmd_regenerate(args, console: Console) -> int:
     root = args.root
     targets = planning.plan(root)
     stale = [t for t in targets if args.force or planning.freshness(t) != "fresh"]
-    texts = {}
+    modules, texts = None, {}
     if stale:
         from generator import pipeline
 
         modules, texts = pipeline.load_and_build(root, stale, args.jobs)
-        report_lint(console, lint_findings(root, targets, modules), args.strict)
-    else:
-        report_lint(console, lint_findings(root, targets, None), args.strict)
+    report_lint(console, lint_findings(root, targets, modules), args.strict)
     _write(root, targets, texts, console)
     for orphan in planning.orphans(root, targets):
         orphan.unlink()
