@@ -2,7 +2,8 @@
 
 Each folder in tests/bad_specs/ is laid over a copy of the project (its files
 replace or add to spec/ and templates/), and `expected.txt` holds the one error
-line the generator must print for it.
+line the generator must print for it. The faulty line itself is marked `<- error`,
+so the reported location is checked against the case's own source.
 """
 
 import importlib.util
@@ -29,6 +30,19 @@ def overlay(case: Path, project: Path) -> None:
             shutil.copyfile(source, target)
 
 
+def marked_location(case: Path) -> str:
+    """`file:line` of the line the case marks `<- error`: where the error must point, written by hand."""
+    marked = [
+        f"{source.relative_to(case)}:{number}"
+        for source in sorted(case.rglob("*"))
+        if source.is_file() and source.name != "expected.txt"
+        for number, line in enumerate(source.read_text().splitlines(), start=1)
+        if "<- error" in line
+    ]
+    assert len(marked) == 1, marked
+    return marked[0]
+
+
 def snapshot(project: Path) -> dict[str, bytes]:
     """Every file regenerate could write, temporary files included."""
     files = [*(project / "generated").iterdir(), *(project / "docs").iterdir()]
@@ -43,9 +57,9 @@ def test_a_broken_input_gives_one_located_error_and_changes_nothing(case, comman
     code = cli.main(["--root", str(project), command])
     err = capsys.readouterr().err
     assert code == 2
-    assert [line for line in err.splitlines() if not line.startswith("warning: ")] == [
-        (case / "expected.txt").read_text().strip()
-    ]
+    errors = [line for line in err.splitlines() if not line.startswith("warning: ")]
+    assert errors == [(case / "expected.txt").read_text().strip()]
+    assert errors[0].startswith(f"error: {marked_location(case)}: ")
     assert snapshot(project) == before
 
 

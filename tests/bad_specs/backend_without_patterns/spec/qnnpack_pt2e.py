@@ -11,7 +11,7 @@ weighted = [weighted_op_quint8_dtype_config]
 MODULE = Module(
     doc="Broken on purpose.",
     backends=[
-        Backend(
+        Backend(  # <- error
             name="qnnpack_pytorch_2.0_export",
             builder="get_qnnpack_pt2e_backend_config",
             doc="Broken on purpose.",

@@ -3,7 +3,7 @@
 from generator.dsl import Backend, DTypeConfig, Module, config, nn, torch
 
 weighted_op_quint8_dtype_config = DTypeConfig(
-    input_dtype=nn.Conv2d, output_dtype=torch.quint8, weight_dtype=torch.qint8, bias_dtype=torch.float
+    input_dtype=nn.Conv2d, output_dtype=torch.quint8, weight_dtype=torch.qint8, bias_dtype=torch.float  # <- error
 )
 weighted = [weighted_op_quint8_dtype_config]
 

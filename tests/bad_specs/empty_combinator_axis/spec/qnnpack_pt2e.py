@@ -16,7 +16,7 @@ MODULE = Module(
             builder="get_qnnpack_pt2e_backend_config",
             doc="Broken on purpose.",
             configs=[
-                [config((row.conv, nn.ReLU), weighted) for row in product(conv=[nn.Conv1d, nn.Conv2d], relu=[])],
+                [config((row.conv, nn.ReLU), weighted) for row in product(conv=[nn.Conv1d, nn.Conv2d], relu=[])],  # <- error
             ],
         )
     ],

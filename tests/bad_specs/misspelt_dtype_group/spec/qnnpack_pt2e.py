@@ -16,7 +16,7 @@ MODULE = Module(
             builder="get_qnnpack_pt2e_backend_config",
             doc="Broken on purpose.",
             configs=[
-                config(nn.Conv2d, weigthed),
+                config(nn.Conv2d, weigthed),  # <- error
             ],
         )
     ],

@@ -17,7 +17,7 @@ MODULE = Module(
             doc="Broken on purpose.",
             configs=[
                 config(nn.Conv2d, weighted,
-            ],
+            ],  # <- error
         )
     ],
 )

@@ -8,7 +8,7 @@ weighted_op_quint8_dtype_config = DTypeConfig(
 weighted = [weighted_op_quint8_dtype_config]
 
 
-MODULE = Module(
+MODULE = Module(  # <- error
     name="fbgemm",
     doc="Broken on purpose.",
     backends=[
