@@ -356,15 +356,21 @@ def flatten(configs) -> tuple[model.PatternConfig, ...]:
     return tuple(flat)
 
 
-def Backend(name: str, builder: str, doc: str, configs, dict_builder=None, torch_builder=None):
-    """One BackendConfig, returned by the generated function `builder`."""
+def Backend(name: str, builder: str, doc: str, configs, dict_builder=None, reference=None, torch_builder=None):
+    """One BackendConfig, returned by the generated function `builder`.
+
+    `reference` (or its older name `torch_builder`) is the dotted import path of a dynamic
+    builder that the generated one must equal, torch's or the user's own.
+    """
+    if reference is not None and torch_builder is not None:
+        raise SpecFieldError("give reference= or its older name torch_builder=, not both", spec_location())
     return model.Backend(
         name=name,
         builder=builder,
         doc=doc,
         configs=flatten(configs),
         dict_builder=dict_builder,
-        torch_builder=torch_builder,
+        reference=reference if reference is not None else torch_builder,
         location=spec_location(),
     )
 

@@ -10,6 +10,7 @@ equality, so two spellings of the same pattern compare equal.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 DEFAULT_OBSERVATION_TYPE = "OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT"
@@ -159,8 +160,17 @@ class Backend:
     doc: str
     configs: tuple[PatternConfig, ...]
     dict_builder: str | None = None
-    torch_builder: str | None = None
+    reference: str | None = None  # dotted path of the dynamic builder this one must equal
     location: SourceLocation | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def label(self) -> str:
+        """The one name users see and type: the BackendConfig name when it reads as a plain
+        identifier (fbgemm, my_backend), else the builder's name without get_/_backend_config
+        (torch's `_native_and_fp16` is `test_only_legacy_native`)."""
+        if re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
+            return self.name
+        return self.builder.removeprefix("get_").removesuffix("_backend_config")
 
 
 @dataclass(frozen=True)

@@ -69,8 +69,8 @@ def _uses(modules):
     """(reference, role) for every torch name the spec uses."""
     for module in modules:
         for backend in module.backends:
-            if backend.torch_builder:
-                yield TorchRef(backend.torch_builder, backend.location), "callable"
+            if backend.reference:
+                yield TorchRef(backend.reference, backend.location), "callable"
             for config in backend.configs:
                 yield from _config_uses(config)
         for dtype_config in module.extra_dtype_configs:

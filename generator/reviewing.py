@@ -30,7 +30,7 @@ class BuilderRef:
 def builders(modules: list[ModuleSpec], wanted: list[str]) -> list[BuilderRef]:
     """The builders of the given spec modules, filtered by backend or module name."""
     found = [
-        BuilderRef(b.builder.removeprefix("get_").removesuffix("_backend_config"), m.name, b.builder, b.torch_builder)
+        BuilderRef(b.builder.removeprefix("get_").removesuffix("_backend_config"), m.name, b.builder, b.reference)
         for m in modules
         for b in m.backends
     ]

@@ -63,7 +63,7 @@ MODULE = Module(
             name="executorch",
             builder="get_executorch_backend_config",
             doc="Return the `BackendConfig` for backends PyTorch lowers to through the Executorch stack.",
-            torch_builder="torch.ao.quantization.backend_config.executorch.get_executorch_backend_config",
+            reference="torch.ao.quantization.backend_config.executorch.get_executorch_backend_config",
             configs=[
                 linear_configs(linear, fusions=False),
                 conv_configs(weighted, dims=(2,), transpose=False),

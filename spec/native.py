@@ -57,7 +57,7 @@ MODULE = Module(
             dict_builder="get_test_only_legacy_native_backend_config_dict",
             doc="Return the `BackendConfig` for PyTorch Native backend (fbgemm/qnnpack) "
             "with various additional fp16 ops.",
-            torch_builder="torch.ao.quantization.backend_config.native.get_test_only_legacy_native_backend_config",
+            reference="torch.ao.quantization.backend_config.native.get_test_only_legacy_native_backend_config",
             configs=native_layout(
                 linear=[*linear, default_op_fp16_dtype_config],
                 binary=with_fp16,
@@ -71,7 +71,7 @@ MODULE = Module(
             builder="get_native_backend_config",
             dict_builder="get_native_backend_config_dict",
             doc="Return the `BackendConfig` for PyTorch Native backend (fbgemm/qnnpack).",
-            torch_builder="torch.ao.quantization.backend_config.native.get_native_backend_config",
+            reference="torch.ao.quantization.backend_config.native.get_native_backend_config",
             configs=native_layout(linear=linear, binary=default, fixed=default, share=default, **shared),
         ),
     ],

@@ -92,7 +92,7 @@ MODULE = Module(
             name="onednn",
             builder="get_onednn_backend_config",
             doc="Return the `BackendConfig` for PyTorch's native ONEDNN backend.",
-            torch_builder="torch.ao.quantization.backend_config.onednn.get_onednn_backend_config",
+            reference="torch.ao.quantization.backend_config.onednn.get_onednn_backend_config",
             configs=native_layout(
                 conv=conv,
                 extra_conv=[conv_add_configs(relu=False), conv_add_configs(relu=True)],

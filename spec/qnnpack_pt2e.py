@@ -26,7 +26,7 @@ MODULE = Module(
             name="qnnpack_pytorch_2.0_export",
             builder="get_qnnpack_pt2e_backend_config",
             doc="Return the `BackendConfig` for QNNPACK on PyTorch 2.0 export graphs.",
-            torch_builder="torch.ao.quantization.backend_config._qnnpack_pt2e.get_qnnpack_pt2e_backend_config",
+            reference="torch.ao.quantization.backend_config._qnnpack_pt2e.get_qnnpack_pt2e_backend_config",
             configs=[
                 # linear is decomposed to addmm, or to `t - mm` without bias
                 config(aten.addmm.default, weighted, input_type_to_index={"weight": 2, "bias": 0}, section="linear"),

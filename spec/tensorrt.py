@@ -26,7 +26,7 @@ MODULE = Module(
             builder="get_tensorrt_backend_config",
             dict_builder="get_tensorrt_backend_config_dict",
             doc="Return the `BackendConfig` for the TensorRT backend.",
-            torch_builder="torch.ao.quantization.backend_config.tensorrt.get_tensorrt_backend_config",
+            reference="torch.ao.quantization.backend_config.tensorrt.get_tensorrt_backend_config",
             configs=[
                 conv_configs(weighted),
                 config(
