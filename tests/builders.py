@@ -16,6 +16,11 @@ class Builder:
     dict_function: str | None = None
 
     @property
+    def reference(self) -> str | None:
+        """Dotted path of the dynamic builder this one must equal (None: no reference)."""
+        return f"torch.ao.quantization.backend_config.{self.torch_module}.{self.function}"
+
+    @property
     def id(self) -> str:
         return self.function.removeprefix("get_").removesuffix("_backend_config")
 
@@ -43,4 +48,5 @@ BUILDERS = [
     Builder("tensorrt", "tensorrt", "get_tensorrt_backend_config", "get_tensorrt_backend_config_dict"),
     Builder("qnnpack_pt2e", "_qnnpack_pt2e", "get_qnnpack_pt2e_backend_config"),
 ]
+REFERENCED = [b for b in BUILDERS if b.reference]
 GENERATED_MODULES = sorted({b.module for b in BUILDERS})
