@@ -11,7 +11,11 @@ compared by identity alone, because torch creates fresh closures on every call
 (``_sequential_wrapper2(nni.ConvReLU1d)``) and generated code may define its
 own copies.  They count as equal when they are identical, when their code is
 equivalent (same bytecode, constants, referenced globals and closure contents),
-or when they behave the same on real arguments built from the pattern.
+or when they behave the same on real arguments built from the pattern: trial
+calls with ``is_qat`` False and True, modules in train, eval and mixed modes,
+of the exact pattern types and of subclasses, must raise the same exception or
+build modules equal in everything they hold (children, training flags, stored
+callables such as ``ConvAdd2d.add``, parameters and buffers).
 
 ``diff_backend_configs`` is the reviewer's view: a keyed diff that lists added,
 removed, moved and changed patterns as short readable lines.
@@ -380,11 +384,26 @@ def callables_match(
         return True, "equivalent code"
     if not (callable(ours) and callable(theirs)):
         return False, "not callable"
-    if field == "fuser_method":
-        difference = _fuser_behaviour_difference(ours, theirs, config)
-    else:
-        difference = _getter_behaviour_difference(ours, theirs, config)
+    key = (field, id(ours), id(theirs), _pattern_key(config))
+    if key not in _BEHAVIOUR_VERDICTS:
+        if len(_BEHAVIOUR_VERDICTS) >= _MAX_BEHAVIOUR_VERDICTS:
+            _BEHAVIOUR_VERDICTS.clear()
+        if field == "fuser_method":
+            difference = _fuser_behaviour_difference(ours, theirs, config)
+        else:
+            difference = _getter_behaviour_difference(ours, theirs, config)
+        # The callables are kept with the verdict so that their ids stay theirs.
+        _BEHAVIOUR_VERDICTS[key] = (ours, theirs, difference)
+    difference = _BEHAVIOUR_VERDICTS[key][2]
     return (True, "same behaviour") if difference is None else (False, difference)
+
+
+# Behavioural trials cost milliseconds, and comparing many configs (mutation
+# tests compare each pattern dozens of times) repeats the same pairs; the
+# callables are functions of their arguments, so one verdict per pair and
+# pattern stands.
+_BEHAVIOUR_VERDICTS: dict[tuple, tuple[Callable, Callable, str | None]] = {}
+_MAX_BEHAVIOUR_VERDICTS = 4096
 
 
 _SEMANTIC_CODE_FLAGS = (
@@ -540,45 +559,74 @@ def _fuser_behaviour_difference(
 ) -> str | None:
     """Call both fuser methods on real modules built from torch's pattern.
 
-    The first argument set is what torch's DefaultFuseHandler passes.  When
-    the pattern has functional ops with a module twin (F.leaky_relu,
-    torch.tanh), a second set passes the twin module instead: torch hands the
-    bare function to the fuser, which makes every such fuser fail alike and
-    would let any two of them look equal.
+    The trials cover where torch's fuser methods branch: ``is_qat`` False and
+    True; all modules in train mode, all in eval mode, and mixed modes (torch
+    asserts that they agree); modules of the exact pattern type and of a
+    subclass (torch looks fused classes up by exact type).  The first argument
+    set is what torch's DefaultFuseHandler passes.  When the pattern has
+    functional ops with a module twin (F.leaky_relu, torch.tanh), another set
+    passes the twin module instead: torch hands the bare function to the
+    fuser, which makes every such fuser fail alike and would let any two of
+    them look equal.
     """
     pattern = _fuser_pattern(config)
     if pattern is None:
         return "torch's config has no pattern to build arguments from"
     variants = [False] + ([True] if _has_module_twins(pattern) else [])
-    for as_modules, is_qat, training in itertools.product(
-        variants, (False, True), (True, False)
+    for as_modules, subclassed, is_qat in itertools.product(
+        variants, (False, True), (False, True)
     ):
-        difference = _trial_difference(
-            ours, theirs, pattern, is_qat, training, as_modules
-        )
-        if difference is not None:
-            mode = "train" if training else "eval"
-            twins = ", functional ops as modules" if as_modules else ""
-            return f"is_qat={is_qat}, {mode} mode{twins}: {difference}"
+        for mode in _modes(pattern, as_modules):
+            trial = _Trial(is_qat, mode, as_modules, subclassed)
+            difference = _trial_difference(ours, theirs, pattern, trial)
+            if difference is not None:
+                return f"{trial}: {difference}"
     return None
 
 
+@dataclasses.dataclass(frozen=True)
+class _Trial:
+    """One way of calling a fuser method: its flag and how modules are built."""
+
+    is_qat: bool
+    mode: str  # "train", "eval" or "mixed" (modules alternate, first in train)
+    as_modules: bool  # functional ops replaced by their module twins
+    subclassed: bool  # every module is an instance of a subclass of its type
+
+    def training(self, index: int) -> bool:
+        """Training flag of the index-th module argument (depth first)."""
+        return self.mode == "train" or (self.mode == "mixed" and index % 2 == 0)
+
+    def __str__(self) -> str:
+        twins = ", functional ops as modules" if self.as_modules else ""
+        subclass = ", subclassed modules" if self.subclassed else ""
+        return f"is_qat={self.is_qat}, {self.mode} mode{twins}{subclass}"
+
+
+def _modes(pattern: tuple, as_modules: bool) -> tuple[str, ...]:
+    # Mixed modes need two modules to mix.
+    if _module_argument_count(pattern, as_modules) < 2:
+        return ("train", "eval")
+    return ("train", "eval", "mixed")
+
+
+def _module_argument_count(item: Any, as_modules: bool) -> int:
+    if isinstance(item, tuple):
+        return sum(_module_argument_count(sub, as_modules) for sub in item)
+    return int(_argument_module_class(item, as_modules) is not None)
+
+
 def _trial_difference(
-    ours: Callable,
-    theirs: Callable,
-    pattern: tuple,
-    is_qat: bool,
-    training: bool,
-    as_modules: bool,
+    ours: Callable, theirs: Callable, pattern: tuple, trial: _Trial
 ) -> str | None:
     outcomes = []
     for func in (ours, theirs):
         # Separate but identical arguments: in-place changes made by one
         # callable cannot leak into the other's inputs.
-        args = _fuser_arguments(pattern, training, as_modules)
+        args = _fuser_arguments(pattern, trial)
         if isinstance(args, str):
             return args
-        outcomes.append(_call(func, is_qat, *args))
+        outcomes.append(_call(func, trial.is_qat, *args))
     return _outcome_difference(*outcomes)
 
 
@@ -617,32 +665,55 @@ def _fuser_pattern(config: BackendPatternConfig) -> tuple | None:
     return pattern if isinstance(pattern, tuple) else (pattern,)
 
 
-def _fuser_arguments(pattern: tuple, training: bool, as_modules: bool) -> tuple | str:
+def _fuser_arguments(pattern: tuple, trial: _Trial) -> tuple | str:
     """Freshly seeded arguments, or the reason they cannot be built."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         try:
-            return _fuser_argument(pattern, training, as_modules, "arg")
+            return _fuser_argument(pattern, trial, "arg", itertools.count())
         except Exception as error:
             return f"cannot build arguments for {describe_pattern(pattern)}: {error!r}"
 
 
-def _fuser_argument(item: Any, training: bool, as_modules: bool, label: str) -> Any:
+def _fuser_argument(
+    item: Any, trial: _Trial, label: str, module_index: Iterator[int]
+) -> Any:
     if isinstance(item, tuple):
         return tuple(
-            _fuser_argument(sub, training, as_modules, f"{label}[{i}]")
+            _fuser_argument(sub, trial, f"{label}[{i}]", module_index)
             for i, sub in enumerate(item)
         )
     if item is MatchAllNode:
         return _Sentinel(f"{label}=MatchAllNode")
+    cls = _argument_module_class(item, trial.as_modules)
+    if cls is None:
+        return item
+    if trial.subclassed:
+        cls = _subclass(cls)
+    return _build_module(cls).train(trial.training(next(module_index)))
+
+
+def _argument_module_class(item: Any, as_modules: bool) -> type[nn.Module] | None:
+    """The module class a fuser receives for a pattern element, if any."""
     if item is F.relu:
         # DefaultFuseHandler swaps functional relu for a ReLU module.
-        return nn.ReLU().train(training)
+        return nn.ReLU
     if as_modules and _module_twin(item) is not None:
-        item = _module_twin(item)
+        return _module_twin(item)
     if isinstance(item, type) and issubclass(item, nn.Module):
-        return _build_module(item).train(training)
-    return item
+        return item
+    return None
+
+
+_SUBCLASSES: dict[type, type] = {}
+
+
+def _subclass(cls: type[nn.Module]) -> type[nn.Module]:
+    # One subclass per class, so that both sides' results have the same type.
+    if cls not in _SUBCLASSES:
+        namespace = {"__module__": __name__, "__qualname__": f"Subclass{cls.__name__}"}
+        _SUBCLASSES[cls] = type(f"Subclass{cls.__name__}", (cls,), namespace)
+    return _SUBCLASSES[cls]
 
 
 def _module_twin(item: Any) -> type[nn.Module] | None:
@@ -744,37 +815,58 @@ def _result_difference(a: Any, b: Any, path: str) -> str | None:
 
 
 def _module_difference(a: nn.Module, b: nn.Module, path: str) -> str | None:
-    """Same module tree, settings, training flags and bit-identical tensors."""
-    if _simple_attributes(a) != _simple_attributes(b):
-        return f"{path}: attributes {_simple_attributes(a)} vs {_simple_attributes(b)}"
+    """Equal in everything they hold: settings, training flags, tensors, child
+    modules, hooks and stored callables (ConvAdd2d keeps its ``add``)."""
+    a_vars, b_vars = vars(a), vars(b)
+    if list(a_vars) != list(b_vars):
+        return f"{path}: attributes {list(a_vars)} vs {list(b_vars)}"
     if a.extra_repr() != b.extra_repr():
         return f"{path}: {a.extra_repr()!r} vs {b.extra_repr()!r}"
-    for kind in ("parameters", "buffers"):
-        a_tensors = dict(getattr(a, f"named_{kind}")(recurse=False))
-        b_tensors = dict(getattr(b, f"named_{kind}")(recurse=False))
-        if list(a_tensors) != list(b_tensors):
-            return f"{path}: {kind} {list(a_tensors)} vs {list(b_tensors)}"
-        for name, tensor in a_tensors.items():
-            if not _same_tensor(tensor, b_tensors[name]):
-                return f"{path}.{name}: tensors differ"
-    a_children, b_children = dict(a.named_children()), dict(b.named_children())
-    if list(a_children) != list(b_children):
-        return f"{path}: children {list(a_children)} vs {list(b_children)}"
-    for name, child in a_children.items():
-        difference = _result_difference(child, b_children[name], f"{path}.{name}")
+    for name, value in a_vars.items():
+        # Parameters, buffers and children are dicts named by their attribute.
+        inner = path if name in _MODULE_DICTS else f"{path}.{name}"
+        difference = _held_difference(value, b_vars[name], inner, a, b)
         if difference is not None:
             return difference
     return None
 
 
-def _simple_attributes(module: nn.Module) -> dict[str, Any]:
-    # Settings such as training, inplace, eps and momentum live here.
-    simple = (bool, int, float, str, tuple, type(None))
-    return {
-        k: v
-        for k, v in vars(module).items()
-        if not k.startswith("_") and isinstance(v, simple)
-    }
+_MODULE_DICTS = frozenset({"_parameters", "_buffers", "_modules"})
+
+
+def _held_difference(
+    x: Any, y: Any, path: str, owner_x: nn.Module, owner_y: nn.Module
+) -> str | None:
+    """Compare one value a module holds with its counterpart."""
+    if type(x) is not type(y):
+        return f"{path}: {_describe_result(x)} vs {_describe_result(y)}"
+    if isinstance(x, (nn.Module, torch.Tensor)):
+        return _result_difference(x, y, path)
+    if isinstance(x, dict):
+        if list(x) != list(y):
+            return f"{path}: keys {list(x)} vs {list(y)}"
+        for key in x:
+            inner = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key!r}]"
+            difference = _held_difference(x[key], y[key], inner, owner_x, owner_y)
+            if difference is not None:
+                return difference
+        return None
+    if isinstance(x, (tuple, list)):
+        if len(x) != len(y):
+            return f"{path}: {len(x)} items vs {len(y)}"
+        for i, (u, v) in enumerate(zip(x, y)):
+            difference = _held_difference(u, v, f"{path}[{i}]", owner_x, owner_y)
+            if difference is not None:
+                return difference
+        return None
+    if isinstance(x, types.MethodType):
+        # Bound to the module itself (hooks): same function, same owner.
+        same_owner = x.__self__ is owner_x and y.__self__ is owner_y
+        same = x.__func__ is y.__func__ and (same_owner or x.__self__ is y.__self__)
+        return None if same else f"{path}: {short_name(x)} vs {short_name(y)}"
+    if _same(x, y) or _equivalent_functions(x, y, depth=0):
+        return None
+    return f"{path}: {_describe_result(x)} vs {_describe_result(y)}"
 
 
 def _same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -28,21 +28,13 @@ from torch.ao.quantization.backend_config import (
     BackendPatternConfig,
     DTypeConfig,
     ObservationType,
-    get_executorch_backend_config,
     get_fbgemm_backend_config,
-    get_native_backend_config,
     get_onednn_backend_config,
-    get_qnnpack_backend_config,
-    get_tensorrt_backend_config,
     onednn,
 )
 from torch.ao.quantization.backend_config._qnnpack_pt2e import (
     get_qnnpack_pt2e_backend_config,
 )
-from torch.ao.quantization.backend_config.native import (
-    get_test_only_legacy_native_backend_config,
-)
-from torch.ao.quantization.backend_config.x86 import get_x86_backend_config
 from torch.ao.quantization.fuser_method_mappings import (
     _sequential_wrapper2,
     fuse_conv_bn,
@@ -62,16 +54,14 @@ from generator.compare import (
     diff_backend_configs,
 )
 from generator.torch_names import describe_pattern
+from tests.builders import REFERENCED
 
-BUILDERS: dict[str, Callable[[], BackendConfig]] = {
+# Every reference builder (torch's), each compared with itself and mutated.
+BUILDERS: dict[str, Callable[[], BackendConfig]] = {b.id: b.theirs() for b in REFERENCED}
+# The torch builders whose patterns the hand-written cases below pick from.
+TORCH_BUILDERS: dict[str, Callable[[], BackendConfig]] = {
     "fbgemm": get_fbgemm_backend_config,
-    "qnnpack": get_qnnpack_backend_config,
-    "executorch": get_executorch_backend_config,
     "onednn": get_onednn_backend_config,
-    "native": get_native_backend_config,
-    "legacy_native": get_test_only_legacy_native_backend_config,
-    "x86": get_x86_backend_config,
-    "tensorrt": get_tensorrt_backend_config,
     "qnnpack_pt2e": get_qnnpack_pt2e_backend_config,
 }
 MODULE_FIELDS = (
@@ -322,7 +312,7 @@ def _pattern_of(config: BackendPatternConfig) -> str:
 
 
 def _config_for(backend: str, pattern: Any) -> BackendPatternConfig:
-    for config in BUILDERS[backend]().configs:
+    for config in TORCH_BUILDERS[backend]().configs:
         if config.pattern == pattern or config._pattern_complex_format == pattern:
             return config
     raise LookupError(pattern)
@@ -458,6 +448,102 @@ def test_fusers_for_functional_activations_are_told_apart() -> None:
     assert how.startswith("is_qat=False, train mode, functional ops as modules: ")
 
 
+def _fuse_conv_add_storing_sub(is_qat, add, conv, _):
+    return nni.ConvAdd2d(conv, torch.sub)
+
+
+def test_fuser_storing_another_callable_on_the_module_differs() -> None:
+    # ConvAdd2d keeps its add op as a plain attribute: no state dict shows it.
+    theirs = _config_for("onednn", (torch.add, nn.Conv2d, MatchAllNode))
+    equal, how = callables_match(
+        "fuser_method", _fuse_conv_add_storing_sub, theirs.fuser_method, theirs
+    )
+    assert (equal, how) == (
+        False,
+        "is_qat=False, train mode: result.add: torch.sub vs torch.add",
+    )
+
+
+def _fuse_linear_bn_leaky_relu_without(guard: str) -> Callable:
+    """torch's onednn fuser with its mode guard or its type guard removed."""
+
+    def fuse(is_qat, linear, bn, leaky_relu):
+        same_mode = linear.training == bn.training == leaky_relu.training
+        if guard != "mode" and not same_mode:
+            raise AssertionError(
+                "Linear, BN and LeakyReLU all must be in the same mode (train or eval)."
+            )
+        if is_qat:
+            raise NotImplementedError(
+                f"Cannot fuse train modules: {(linear, bn, leaky_relu)}"
+            )
+        if guard != "type" and type(linear) is not nn.Linear:
+            raise NotImplementedError(
+                f"Cannot fuse eval modules: {(linear, bn, leaky_relu)}"
+            )
+        fused_linear = nn.utils.fusion.fuse_linear_bn_eval(linear, bn)
+        return nni.LinearLeakyReLU(fused_linear, leaky_relu)
+
+    return fuse
+
+
+@pytest.mark.parametrize(
+    "guard, trial",
+    [
+        ("mode", "is_qat=False, mixed mode: "),
+        ("type", "is_qat=False, train mode, subclassed modules: "),
+    ],
+)
+def test_fuser_without_torch_s_guard_differs(guard: str, trial: str) -> None:
+    # Torch raises AssertionError on mixed modes and NotImplementedError on a
+    # Linear subclass; trials with uniform modes and exact types cannot tell.
+    theirs = _config_for("onednn", (nn.Linear, nn.BatchNorm1d, nn.LeakyReLU))
+    fuse = _fuse_linear_bn_leaky_relu_without(guard)
+    equal, how = callables_match("fuser_method", fuse, theirs.fuser_method, theirs)
+    assert not equal
+    assert how.startswith(trial), how
+
+
+def test_fuser_with_both_guards_in_other_words_is_equal() -> None:
+    # The guards rewritten (messages kept) still behave like torch's.
+    theirs = _config_for("onednn", (nn.Linear, nn.BatchNorm1d, nn.LeakyReLU))
+
+    def fuse(is_qat, linear, bn, leaky_relu):
+        if not linear.training == bn.training == leaky_relu.training:
+            raise AssertionError(
+                "Linear, BN and LeakyReLU all must be in the same mode (train or eval)."
+            )
+        if is_qat:
+            raise NotImplementedError(
+                f"Cannot fuse train modules: {(linear, bn, leaky_relu)}"
+            )
+        if type(linear) is not nn.Linear:
+            raise NotImplementedError(
+                f"Cannot fuse eval modules: {(linear, bn, leaky_relu)}"
+            )
+        fused_linear = nn.utils.fusion.fuse_linear_bn_eval(linear, bn)
+        return nni.LinearLeakyReLU(fused_linear, leaky_relu)
+
+    assert callables_match("fuser_method", fuse, theirs.fuser_method, theirs) == (
+        True,
+        "same behaviour",
+    )
+
+
+def test_fuser_leaving_a_child_in_another_mode_differs() -> None:
+    # A training flag of a child module is part of the result.
+    theirs = _config_for("fbgemm", (nn.Conv1d, nn.ReLU))
+
+    def fuse(is_qat, conv, relu):
+        return nni.ConvReLU1d(conv, relu.train(conv.training))
+
+    equal, how = callables_match("fuser_method", fuse, theirs.fuser_method, theirs)
+    assert (equal, how) == (
+        False,
+        "is_qat=False, mixed mode: result.1.training: True vs False",
+    )
+
+
 def test_recreated_local_root_node_getter_is_equivalent_code() -> None:
     # qnnpack_pt2e defines its root-node getter inside the builder function.
     aten_max_pool = torch.ops.aten.max_pool2d_with_indices.default
@@ -541,6 +627,24 @@ def test_backend_name_is_compared() -> None:
     ours = _rebuilt("other", theirs.configs)
     assert [str(d) for d in compare_backend_configs("pt2e", ours, theirs)] == [
         "pt2e: name: 'other' != 'qnnpack_pytorch_2.0_export'"
+    ]
+
+
+@pytest.mark.parametrize("stale_side", ["ours", "theirs"])
+def test_a_config_keyed_under_a_stale_pattern_is_reported(stale_side: str) -> None:
+    # FX looks patterns up by the dict's keys, not by each config's pattern:
+    # a config changed after registration keeps its old key, and FX would
+    # match the old pattern while .configs shows the new one.
+    def build(stale: bool) -> BackendConfig:
+        config = BackendPatternConfig(nn.Conv1d if stale else nn.Conv2d)
+        backend_config = BackendConfig("b").set_backend_pattern_config(config)
+        config.set_pattern(nn.Conv2d)
+        return backend_config
+
+    ours, theirs = build(stale_side == "ours"), build(stale_side == "theirs")
+    assert compare_pattern_configs("b", ours.configs[0], theirs.configs[0]) == []
+    assert [str(d) for d in compare_backend_configs("b", ours, theirs)] == [
+        f"b: nn.Conv2d: _pattern_complex_format_to_config: {stale_side} keys it under nn.Conv1d"
     ]
 
 
