@@ -122,10 +122,13 @@ def cmd_matrix(args, console: Console) -> int:
 def _write(root: Path, targets, texts: dict[str, str], console: Console) -> None:
     for directory in {t.output.parent for t in targets}:
         writing.remove_stale_temporaries(directory)
+    files_written = 0
     for target in targets:
         written = target.name in texts and writing.write_if_changed(target.output, texts[target.name])
         status = "written" if written else "unchanged"
         console.say(f"{status:9} {target.output.relative_to(root)}", "green" if written else None)
+        files_written += written
+        writing.pause_if_asked(files_written)
 
 
 def cmd_check(args, console: Console) -> int:

@@ -1,6 +1,7 @@
 """The generated modules are flat, headed, self-contained and share no state between calls."""
 
 import ast
+import json
 import os
 import re
 import subprocess
@@ -43,18 +44,55 @@ def test_generated_folder_is_marked_linguist_generated():
     assert "generated/** linguist-generated=true" in (ROOT / ".gitattributes").read_text().splitlines()
 
 
+# Run in one fresh interpreter: before each generated module is imported, torch
+# is put back in the state of a fresh interpreter (backend_config.utils never
+# imported) and the generated package is forgotten.  A control shows that the
+# reset is real: torch's own builder fails in that state.
+FRESH_STATE_SCRIPT = """
+import importlib, json, sys
+import torch.ao.quantization.backend_config as package
+
+def reset():
+    sys.modules.pop("torch.ao.quantization.backend_config.utils", None)
+    vars(package).pop("utils", None)
+    for name in [n for n in sys.modules if n == "generated" or n.startswith("generated.")]:
+        del sys.modules[name]
+
+def build(module, function):
+    try:
+        getattr(importlib.import_module(module), function)()
+        return None
+    except Exception as error:
+        return repr(error)
+
+builders, control = json.loads(sys.argv[1])
+reset()
+module, _, function = control.rpartition(".")
+results = {"control " + control: build(module, function)}
+for module, functions in builders.items():
+    reset()
+    for function in functions:
+        results[module + "." + function] = build("generated." + module, function)
+print(json.dumps(results))
+"""
+
+
 def test_each_module_builds_in_a_fresh_interpreter():
-    """torch's own builders raise AttributeError here unless backend_config.utils was imported."""
+    """torch's own builders raise AttributeError there unless backend_config.utils was imported."""
+    functions = {}
+    for b in BUILDERS:
+        functions.setdefault(b.module, []).extend(f for f in (b.function, b.dict_function) if f)
+    control = next(b.reference for b in BUILDERS if b.reference)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    runs = {
-        b.function: subprocess.Popen(
-            [sys.executable, "-c", f"from generated.{b.module} import {b.function} as build; build()"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        for b in BUILDERS
-    }
-    failures = {name: run.communicate()[1] for name, run in runs.items() if run.wait() != 0}
-    assert not failures
+    run = subprocess.run(
+        [sys.executable, "-c", FRESH_STATE_SCRIPT, json.dumps([functions, control])],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+    )
+    results = json.loads(run.stdout)
+    control_error = results.pop(f"control {control}")
+    assert control_error is not None and "AttributeError" in control_error
+    assert set(results) == {f"{module}.{f}" for module, fs in functions.items() for f in fs}
+    assert {name: error for name, error in results.items() if error is not None} == {}
 
 
 @pytest.mark.parametrize("builder", BUILDERS, ids=lambda b: b.id)

@@ -6,7 +6,9 @@ matrix included). Two ways of killing:
 - at every step of the write phase (temporary file created, half written,
   before and after fsync, before and after the rename), in forked children
   that run regenerate's own writing code and SIGKILL themselves there;
-- real `python -m generator regenerate` processes killed after a delay.
+- a real `python -m generator regenerate` process killed inside its write
+  phase: the test-only pause point (generator.writing.PAUSE_AFTER_WRITES) stops
+  it after half the files are written, and the test kills it there.
 """
 
 import os
@@ -180,25 +182,32 @@ def assert_no_process_left(project: Path) -> None:
     assert processes_mentioning(str(project)) == []
 
 
-def test_real_regenerate_killed_then_check_tells_the_truth(versions, tmp_path, capsys):
+def test_real_regenerate_killed_mid_write_then_check_tells_the_truth(versions, tmp_path, capsys):
+    """A real run stops at the test-only pause point after writing half the files, and is killed there."""
     old, new = versions
     project = copy_project(tmp_path / "project")
     change_every_output(project)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    halfway = len(old) // 2
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **{writing.PAUSE_AFTER_WRITES: str(halfway)})
     command = [sys.executable, "-m", "generator", "--root", str(project), "regenerate"]
-    for delay in (0.5, 2.5):  # before anything is written, and around the write phase
-        restore(project, old)
-        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(delay)
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        # Blocks until the run reaches the pause point, or ends (lint warnings come first).
+        said = next((line for line in process.stderr if line.startswith("paused")), "")
+    finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
-        assert_no_process_left(project)
-        renewed = verify_whole_and_fresh_exactly_when_new(project, old, new)
-        code = cli.main(["--root", str(project), "check"])
-        out = capsys.readouterr().out
-        named = {line.split(":")[0] for line in out.splitlines() if ": stale" in line}
-        assert named == {str(p) for p in old} - renewed
-        assert code == (0 if not named else 1)
+        process.stderr.close()
+    assert said == f"paused after writing {halfway} files\n"  # the kill landed inside the write phase
+    assert_no_process_left(project)
+    renewed = verify_whole_and_fresh_exactly_when_new(project, old, new)
+    assert len(renewed) == halfway and 0 < halfway < len(old)
+    code = cli.main(["--root", str(project), "check"])
+    out = capsys.readouterr().out
+    named = {line.split(":")[0] for line in out.splitlines() if ": stale" in line}
+    assert named == {str(p) for p in old} - renewed
+    assert code == 1
+    del env[writing.PAUSE_AFTER_WRITES]
     assert subprocess.run(command, env=env, capture_output=True).returncode == 0
     assert verify_whole_and_fresh_exactly_when_new(project, old, new) == {str(p) for p in new}
     assert cli.main(["--root", str(project), "check"]) == 0
