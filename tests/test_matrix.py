@@ -1,9 +1,11 @@
 """docs/support-matrix.md: every cell is what the generated builders register, and check keeps it fresh."""
 
+import ast
 import difflib
 import importlib
 import re
 
+import torch
 from torch.ao.quantization.backend_config import DTypeConfig
 
 from generator import cli
@@ -129,3 +131,80 @@ def test_matrix_stdout_prints_without_writing(project, capsys):
     assert code == 0
     assert out == (ROOT / MATRIX).read_text()
     assert not (project / MATRIX).exists()
+
+
+# ---------------------------------------------------------------------------
+# The family index and the dtype-config legend, read back independently
+# ---------------------------------------------------------------------------
+
+
+def family_index_and_rows(text: str) -> tuple[dict[str, str], dict[str, int]]:
+    """({family: "N patterns" as written in the index}, {family: rows in its table})."""
+    index = dict(re.findall(r"^- \[(.+)\]\(#[^)]*\): (\d+ patterns?)$", text, re.MULTILINE))
+    rows: dict[str, int] = {}
+    family = None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            family = None
+        elif line.startswith("### "):
+            family = line[4:]
+            rows[family] = 0
+        elif family and line.startswith("| ") and not line.startswith(("| pattern |", "|---")):
+            rows[family] += 1
+    return index, rows
+
+
+def test_the_family_index_counts_each_family_s_rows():
+    index, rows = family_index_and_rows((ROOT / MATRIX).read_text())
+    assert rows and set(index) == set(rows)
+    for family, count in rows.items():
+        assert index[family] == (f"{count} pattern" if count == 1 else f"{count} patterns"), family
+
+
+def legend(text: str) -> dict[str, list[str]]:
+    """{dtype config name: [input, output, weight, bias, dynamic, defined in]} from the legend table."""
+    section = text.split("\n## Dtype configs\n", 1)[1]
+    entries = {}
+    for line in section.splitlines():
+        match = re.fullmatch(r"\| `(\w+)` \|(.*)\|", line)
+        if match:
+            entries[match.group(1)] = [cell.strip() for cell in match.group(2).split("|")]
+    return entries
+
+
+def constraint_cell(cell: str) -> tuple[object, dict]:
+    """`torch.quint8 (quant_min_lower_bound=0, ...)` -> (torch.quint8, {"quant_min_lower_bound": 0, ...})."""
+    if cell == "":
+        return None, {}
+    match = re.fullmatch(r"`torch\.(\w+)(?: \((.*)\))?`", cell)
+    assert match, cell
+    extras = {}
+    for item in filter(None, (match.group(2) or "").split(", ")):
+        key, value = item.split("=")
+        extras[key] = ast.literal_eval(value)
+    return getattr(torch, match.group(1)), extras
+
+
+def expected_constraint(constraints) -> tuple[object, dict]:
+    fields = ("quant_min_lower_bound", "quant_max_upper_bound", "scale_min_lower_bound",
+              "scale_max_upper_bound", "scale_exact_match", "zero_point_exact_match")
+    extras = {f: getattr(constraints, f) for f in fields if getattr(constraints, f) is not None}
+    return constraints.dtype, extras
+
+
+def test_the_legend_shows_each_dtype_config_s_own_dtypes():
+    text = (ROOT / MATRIX).read_text()
+    entries = legend(text)
+    columns, _, _ = parse_matrix(text)
+    assert set(entries) == {name for patterns in columns.values() for names in patterns.values() for name in names}
+    modules = {m: importlib.import_module(f"generated.{m}") for m in {b.module for b in BUILDERS}}
+    for name, (inputs, output, weight, bias, dynamic, defined_in) in entries.items():
+        holders = {m for m, module in modules.items() if isinstance(vars(module).get(name), DTypeConfig)}
+        assert defined_in.split(", ") == sorted(holders), name
+        for module in holders:
+            dtype_config = getattr(modules[module], name)
+            assert constraint_cell(inputs) == expected_constraint(dtype_config.input_dtype_with_constraints), name
+            assert constraint_cell(output) == expected_constraint(dtype_config.output_dtype_with_constraints), name
+            assert constraint_cell(weight) == expected_constraint(dtype_config.weight_dtype_with_constraints), name
+            assert constraint_cell(bias) == (dtype_config.bias_dtype, {}), name
+            assert dynamic == ("" if dtype_config.is_dynamic is None else f"`{dtype_config.is_dynamic}`"), name
