@@ -32,6 +32,8 @@ OUTPUT_SHAPING_MODULES = (
     "source_spelling.py",
     "formatting.py",
     "digests.py",
+    "pipeline.py",  # joins header and body
+    "writing.py",  # encodes the text into the bytes on disk
 )
 # The support matrix is also shaped by these; the modules are not.
 MATRIX_MODULES = ("matrix.py",)

@@ -1,0 +1,144 @@
+"""Promises of the commands that a careless change could break while every other test passed.
+
+- A spec file deleted: `check` names its orphaned module, `regenerate` removes it.
+- `check --full` re-renders and compares bytes, so it finds a generated file whose
+  digests are consistent but whose content is not what the generator makes.
+- Every generator module that shapes output is an input of the files it shapes:
+  editing it makes `check` (the pre-commit hook) fail, naming those files.
+
+All through the command line, not through planning or digest internals.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from generator import cli, pipeline
+from tests.conftest import ROOT, copy_project
+
+MATRIX = "docs/support-matrix.md"
+
+
+def run(capsys, project: Path, *args: str) -> tuple[int, str]:
+    code = cli.main(["--root", str(project), *args])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def spec_modules(project: Path) -> list[str]:
+    """The generated modules the spec describes, found the way a user sees them."""
+    return sorted(p.stem for p in (project / "spec").glob("*.py") if not p.name.startswith("_"))
+
+
+def named_files(out: str) -> set[str]:
+    """Files the check output names as wrong ("path: reason" lines)."""
+    return {line.split(":")[0] for line in out.splitlines() if line.startswith(("generated/", "docs/"))}
+
+
+def test_a_deleted_spec_file_orphans_its_module_and_regenerate_removes_it(project, capsys):
+    name = spec_modules(project)[0]
+    (project / "spec" / f"{name}.py").unlink()
+    code, out = run(capsys, project, "check")
+    assert code == 1
+    assert f"generated/{name}.py" in named_files(out)
+    code, out = run(capsys, project, "regenerate")
+    assert code == 0
+    assert f"removed   generated/{name}.py" in out.splitlines()
+    assert not (project / "generated" / f"{name}.py").exists()
+    assert run(capsys, project, "check")[0] == 0
+    assert run(capsys, project, "check", "--full")[0] == 0
+
+
+def test_check_full_finds_content_the_generator_would_not_make(project, capsys, monkeypatch):
+    """The fast path trusts digests; --full re-renders and compares the bytes."""
+    name = spec_modules(project)[0]
+    spec = project / "spec" / f"{name}.py"
+    spec.write_text(spec.read_text() + "# touched so that regenerate renders this module\n")
+    real_render = pipeline.render_module
+
+    def render_with_an_extra_line(module, templates):
+        text = real_render(module, templates)
+        return text + "\n# not what the generator makes\n" if module.spec.name == name else text
+
+    # A generator whose output differs from the committed one while every digest
+    # it writes is consistent, as after a change no digest covers.
+    monkeypatch.setattr(pipeline, "render_module", render_with_an_extra_line)
+    assert run(capsys, project, "regenerate")[0] == 0
+    monkeypatch.undo()
+    assert "# not what the generator makes" in (project / "generated" / f"{name}.py").read_text()
+    code, out = run(capsys, project, "check", "--full")
+    assert code == 1
+    assert named_files(out) == {f"generated/{name}.py"}
+    assert run(capsys, project, "regenerate", "--force")[0] == 0
+    assert run(capsys, project, "check", "--full")[0] == 0
+
+
+def pipeline_modules() -> list[str]:
+    """Every generator module a regenerate imports: the candidates for shaping output."""
+    found = subprocess.run(
+        [sys.executable, "-c", "import sys, generator.pipeline; print(*sorted(sys.modules))"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.split()
+    return sorted(m.removeprefix("generator.") for m in found if m.startswith("generator."))
+
+
+# Imported by the pipeline but unable to change a byte of output: error classes,
+# and name validation, which only accepts or rejects a spec.
+CANNOT_SHAPE_OUTPUT = {"errors", "resolution"}
+# The support matrix's own stage shapes the matrix only.
+MATRIX_ONLY = {"matrix"}
+
+
+def small_project(destination: Path) -> tuple[Path, dict]:
+    """A copy of the project, generator included, reduced to its smallest spec module."""
+    project = copy_project(destination)
+    shutil.copytree(ROOT / "generator", project / "generator", ignore=shutil.ignore_patterns("__pycache__"))
+    smallest = min(spec_modules(project), key=lambda n: (project / "spec" / f"{n}.py").stat().st_size)
+    for name in spec_modules(project):
+        if name != smallest:
+            (project / "spec" / f"{name}.py").unlink()
+    env = dict(os.environ, PYTHONPATH=str(project))
+    for command in (["regenerate"], ["check"]):
+        done = subprocess.run([sys.executable, "-m", "generator", *command], cwd=project, env=env, capture_output=True)
+        assert done.returncode == 0, done.stderr
+    return project, env
+
+
+def test_editing_any_output_shaping_generator_module_makes_check_fail(tmp_path):
+    modules = [m for m in pipeline_modules() if m not in CANNOT_SHAPE_OUTPUT]
+    assert {"pipeline", "rendering", "expansion", "formatting"} <= set(modules)
+    project, env = small_project(tmp_path / "project")
+    outputs = {str(p.relative_to(project)) for p in (project / "generated").glob("*.py") if p.name != "__init__.py"}
+    outputs.add(MATRIX)
+    unnoticed = {}
+    for module in modules:
+        source = project / "generator" / f"{module}.py"
+        original = source.read_bytes()
+        source.write_bytes(original + b"\n# an edit to the generator\n")
+        done = subprocess.run([sys.executable, "-m", "generator", "check"], cwd=project, env=env,
+                              capture_output=True, text=True)
+        source.write_bytes(original)
+        expected = {MATRIX} if module in MATRIX_ONLY else outputs
+        if done.returncode != 1 or named_files(done.stdout) != expected:
+            unnoticed[module] = (done.returncode, sorted(named_files(done.stdout)))
+    assert unnoticed == {}
+
+
+def test_a_real_change_to_the_generator_changes_output_and_check_sees_it(tmp_path):
+    """black's line length, an output-shaping setting in formatting.py, changed in a copy."""
+    project, env = small_project(tmp_path / "project")
+    formatting = project / "generator" / "formatting.py"
+    assert "black.Mode()" in formatting.read_text()
+    formatting.write_text(formatting.read_text().replace("black.Mode()", "black.Mode(line_length=60)"))
+    module = next(p for p in (project / "generated").glob("*.py") if p.name != "__init__.py")
+    before = module.read_text()
+    check = [sys.executable, "-m", "generator", "check"]
+    done = subprocess.run(check, cwd=project, env=env, capture_output=True, text=True)
+    assert done.returncode == 1
+    assert f"generated/{module.name}" in named_files(done.stdout)
+    regenerate = subprocess.run([sys.executable, "-m", "generator", "regenerate"], cwd=project, env=env)
+    assert regenerate.returncode == 0
+    assert module.read_text() != before  # the edit really shaped output
+    assert subprocess.run(check, cwd=project, env=env, capture_output=True).returncode == 0
