@@ -142,3 +142,45 @@ def test_a_real_change_to_the_generator_changes_output_and_check_sees_it(tmp_pat
     assert regenerate.returncode == 0
     assert module.read_text() != before  # the edit really shaped output
     assert subprocess.run(check, cwd=project, env=env, capture_output=True).returncode == 0
+
+
+LINT_SPEC = '''"""Two backends sharing configs that register patterns twice."""
+
+from generator.dsl import Backend, DTypeConfig, Module, config, nn, torch
+
+quint8_config = DTypeConfig(input_dtype=torch.quint8, output_dtype=torch.quint8)
+float16_config = DTypeConfig(input_dtype=torch.float16, output_dtype=torch.float16)
+shared = [
+    config(nn.Conv2d, [quint8_config]),
+    config(nn.Conv1d, [quint8_config]),
+    config(nn.Conv2d, [quint8_config]),
+    config(nn.Conv1d, [float16_config]),
+]
+
+MODULE = Module(
+    doc="Lint test.",
+    backends=[
+        Backend(name="second", builder="get_second_backend_config", doc="Second.", configs=shared),
+        Backend(name="first", builder="get_first_backend_config", doc="First.", configs=shared),
+    ],
+)
+'''
+
+
+def test_lint_says_whether_content_differs_and_names_every_backend(project, capsys):
+    for spec in (project / "spec").glob("*.py"):
+        if not spec.name.startswith("_"):
+            spec.unlink()
+    (project / "spec" / "lint_case.py").write_text(LINT_SPEC)
+    assert run(capsys, project, "regenerate")[0] == 0
+    code, out = run(capsys, project, "check")
+    warnings = [line for line in out.splitlines() if line.startswith("warning")]
+    assert code == 0, out
+    assert sorted(warnings) == sorted([
+        "warning: spec/lint_case.py:10: pattern nn.Conv2d is registered again, overriding the one at "
+        "spec/lint_case.py:8 (same content); torch keeps the first position with this content. "
+        "Backends: first, second",
+        "warning: spec/lint_case.py:11: pattern nn.Conv1d is registered again, overriding the one at "
+        "spec/lint_case.py:9 (content differs); torch keeps the first position with this content. "
+        "Backends: first, second",
+    ])
