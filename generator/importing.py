@@ -442,12 +442,19 @@ class _Templates:
         candidates = [c for c in self._candidates(templates, objects) if self._same_signature(c, value)]
         from generator.compare import _equivalent_functions, callables_match
 
-        for candidate in candidates:
-            if _equivalent_functions(self._function(candidate), value, depth=0):
-                return self._minimal(candidate)
+        for _template, group in itertools.groupby(candidates, key=lambda c: c[0]):
+            equivalent = [c for c in group if _equivalent_functions(self._function(c), value, depth=0)]
+            if equivalent:
+                # Parameters that only rename locals (with_bn in an extra-inputs getter) leave the
+                # code equivalent: keep the rendering that reads most like the function's source.
+                return self._minimal(max(equivalent, key=lambda c: _similarity(self._render(c), value)))
         for candidate in candidates:
             if callables_match(attribute, self._function(candidate), value, config)[0]:
-                return self._minimal(candidate)
+                # Behaviour is checked on one pattern only, so scalar parameters may not tell
+                # variants apart; among those that also match, keep the closest source.
+                variants = [c for c in candidates if _same_objects(c, candidate)]
+                matching = [c for c in variants if callables_match(attribute, self._function(c), value, config)[0]]
+                return self._minimal(max(matching, key=lambda c: _similarity(self._render(c), value)))
         return None
 
     def _candidates(self, templates: list[str], objects: list[tuple[object, str]]):
@@ -498,6 +505,30 @@ class _Templates:
             except (UndefinedError, TemplateRenderError):
                 pass  # the function needs this parameter
         return template, params
+
+
+def _same_objects(candidate, other) -> bool:
+    """Same template and object parameters; scalar parameters may differ."""
+    return candidate[0] == other[0] and all(
+        value == other_value
+        for (key, value), (_, other_value) in zip(candidate[1], other[1])
+        if key not in SCALAR_CHOICES
+    )
+
+
+def _similarity(text: str, value: types.FunctionType) -> float:
+    """Shared identifiers between a rendering and the function's source (0 without source)."""
+    import inspect
+
+    try:
+        source = inspect.getsource(value)
+    except (OSError, TypeError):
+        return 0.0
+    ours, theirs = set(_WORD.findall(text)), set(_WORD.findall(source))
+    return len(ours & theirs) / len(ours | theirs)
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _related_objects(value: types.FunctionType, config) -> list[tuple[object, str]]:

@@ -121,6 +121,13 @@ def test_torchs_functions_become_the_projects_templates(imported):
     used = set(re.findall(r'function\(\s*"(\w+)"', texts))
     assert used == {"conv_add_fuser", "conv_add_root_node_getter", "conv_add_extra_inputs_getter",
                     "getitem_root_node_getter", "linear_bn_leaky_relu_fuser"}  # fmt: skip
+    # Parameters that only rename locals are still chosen to read like torch's function.
+    calls = re.findall(r'function\(\s*"conv_add_\w+",\s*"(\w+)",([^)]*)\)', texts)
+    assert calls
+    for name, arguments in calls:
+        assert ("with_bn=True" in arguments) == ("_bn_" in name), name
+        assert ("relu=True" in arguments) == ("_relu_" in name), name
+        assert f'side="{name.rsplit("_", 1)[1]}"' in arguments, name
 
 
 def test_import_never_overwrites_a_spec_without_force(project, capsys):
