@@ -35,6 +35,12 @@ EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.FormattingError: ERROR,
     errors.LintError: ERROR,
     errors.GitError: ERROR,
+    errors.BuilderImportError: ERROR,
+    errors.BuilderCallError: ERROR,
+    errors.NotABackendConfigError: ERROR,
+    errors.UnnamedCallableError: ERROR,
+    errors.SpecExistsError: ERROR,
+    errors.ImportNameError: ERROR,
 }
 FIX_COMMAND = "python -m generator regenerate"
 
@@ -204,6 +210,24 @@ def cmd_diff(args, console: Console) -> int:
     return DIFFERENT if lines else OK
 
 
+def cmd_import(args, console: Console) -> int:
+    from generator import importing, spec_source
+
+    root = args.root
+    name = args.name or importing.default_name(args.target.partition(":")[2])
+    if not importing.valid_spec_name(name):
+        raise errors.ImportNameError(f"{name!r} cannot name a spec file: use a lower-case identifier (--name)")
+    path = root / "spec" / f"{name}.py"
+    if path.exists() and not args.force:
+        raise errors.SpecExistsError(f"{path.relative_to(root)} exists; give --force to overwrite it or --name")
+    builder, module, backend_config = importing.load_builder(args.target, root)
+    spec = importing.read_backend_config(name, args.target, builder, module, backend_config, root / "templates")
+    writing.write_if_changed(path, spec_source.spec_source(spec))
+    console.say(f"{'written':9} {path.relative_to(root)}: {len(spec.backend.configs)} patterns", "green")
+    console.say(f"next: {FIX_COMMAND}")
+    return OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m generator",
@@ -230,6 +254,11 @@ def build_parser() -> argparse.ArgumentParser:
     side.add_argument("--rev", metavar="REV", help="generated modules at git revision REV against the working tree")
     diff.add_argument("backends", nargs="*", metavar="BACKEND", help="e.g. fbgemm onednn (default: all)")
     diff.set_defaults(handler=cmd_diff)
+    importer = commands.add_parser("import", help="write spec/<name>.py from an existing builder MODULE:FUNCTION")
+    importer.add_argument("target", metavar="MODULE:FUNCTION", help="e.g. my_backend.config:get_my_backend_config")
+    importer.add_argument("--name", help="spec file name (default: FUNCTION without get_ and _backend_config)")
+    importer.add_argument("--force", action="store_true", help="overwrite an existing spec file")
+    importer.set_defaults(handler=cmd_import)
     regenerate.set_defaults(handler=cmd_regenerate)
     check.set_defaults(handler=cmd_check)
     return parser

@@ -36,6 +36,7 @@ __all__ = [
     "fixed_qparams",
     "function",
     "fusers",
+    "importable",
     "nn",
     "nni",
     "nniqat",
@@ -117,6 +118,19 @@ nnqr = Ref("torch.ao.nn.quantized.reference")
 operator = Ref("operator")
 fusers = Ref("torch.ao.quantization.fuser_method_mappings")
 MatchAllNode = Ref("torch.ao.quantization.utils.MatchAllNode")
+
+
+_DOTTED_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def importable(path: str) -> Ref:
+    """Any module-level object by its import path, e.g. a backend's own fuser method:
+    `importable("my_backend.fusers.fuse_linear_relu")`. The generated module imports it
+    by name (`from my_backend.fusers import fuse_linear_relu`) instead of copying it."""
+    if not isinstance(path, str) or not _DOTTED_PATH.fullmatch(path):
+        message = f"importable() needs a dotted path like 'package.module.name', not {path!r}"
+        raise SpecFieldError(message, spec_location())
+    return Ref(path, spec_location())
 
 
 class _ObservationTypes:

@@ -73,3 +73,27 @@ class LintError(GeneratorError):
 
 class GitError(GeneratorError):
     """A git command needed by `diff --rev` failed."""
+
+
+class BuilderImportError(GeneratorError):
+    """`import MODULE:FUNCTION` names a module or function that cannot be imported."""
+
+
+class BuilderCallError(GeneratorError):
+    """The builder named by `import` raised when it was called."""
+
+
+class NotABackendConfigError(GeneratorError):
+    """The builder named by `import` returned something other than a BackendConfig."""
+
+
+class UnnamedCallableError(GeneratorError):
+    """`import` met a callable it can neither reference, template nor import by path."""
+
+
+class SpecExistsError(GeneratorError):
+    """`import` would overwrite an existing spec file (and --force was not given)."""
+
+
+class ImportNameError(GeneratorError):
+    """`import --name` is not usable as a spec file name."""

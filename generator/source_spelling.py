@@ -38,6 +38,10 @@ def split_ref(path: str) -> tuple[str, str, bool]:
     for module in _LONGEST_MODULE_FIRST:
         if path.startswith(module + "."):
             return module, path[len(module) + 1 :], module in FROM_IMPORT_MODULES
+    if "." in path and not path.startswith("torch."):
+        # importable("pkg.module.name") in the spec: a module-level name of the user's code.
+        module, name = path.rsplit(".", 1)
+        return module, name, True
     raise TemplateRenderError(f"no import is known for {path}; add its module to generator/rendering.py")
 
 

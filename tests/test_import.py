@@ -1,0 +1,167 @@
+"""`python -m generator import MODULE:FUNCTION`: every builder the committed spec refers to,
+and a user's own builder, imported into a copy of the project, regenerated and proven equal
+to the builder by the comparator; and the refusals, each one line, exit 2, nothing written.
+"""
+
+import ast
+import importlib
+import importlib.util
+import re
+
+import pytest
+
+from generator import cli, spec_loading
+from generator.compare import compare_backend_configs
+from tests.conftest import ROOT, copy_project
+
+USER_BUILDER = "tests.user_builder.get_user_backend_config"
+
+
+def run(capsys, *args):
+    code = cli.main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def target(reference: str) -> str:
+    """torch.ao...fbgemm.get_fbgemm_backend_config -> torch.ao...fbgemm:get_fbgemm_backend_config"""
+    module, function = reference.rsplit(".", 1)
+    return f"{module}:{function}"
+
+
+def committed_references() -> list[str]:
+    return [b.reference for m in spec_loading.load_modules(ROOT) for b in m.backends if b.reference]
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    """A project whose hand-written specs are replaced by imported ones, regenerated once."""
+    project = copy_project(tmp_path_factory.mktemp("import") / "project")
+    for spec_file in (project / "spec").glob("[!_]*.py"):
+        spec_file.unlink()
+    references = committed_references() + [USER_BUILDER]
+    outputs = {}
+    for reference in references:
+        code = cli.main(["--root", str(project), "import", target(reference)])
+        assert code == 0, reference
+    assert cli.main(["--root", str(project), "regenerate", "--jobs", "2"]) == 0
+    for module in spec_loading.load_modules(project):
+        for backend in module.backends:
+            outputs[backend.reference] = (project / module.output, backend.builder)
+    return project, references, outputs
+
+
+def load_generated(path):
+    spec = importlib.util.spec_from_file_location(f"imported_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def reference_builder(reference: str):
+    module, function = reference.rsplit(".", 1)
+    return getattr(importlib.import_module(module), function)
+
+
+def test_every_imported_builder_regenerates_equal_to_the_builder(imported):
+    _project, references, outputs = imported
+    assert sorted(outputs) == sorted(set(references))
+    patterns = 0
+    for reference, (path, builder) in outputs.items():
+        theirs = reference_builder(reference)()
+        ours = getattr(load_generated(path), builder)()
+        assert compare_backend_configs(reference, ours, theirs) == []
+        patterns += len(theirs.configs)
+    assert patterns == sum(len(reference_builder(r)().configs) for r in set(references))
+
+
+def test_generated_modules_never_import_torchs_builder_modules(imported):
+    _project, references, outputs = imported
+    builder_modules = {r.rsplit(".", 1)[0] for r in references if r.startswith("torch.")}
+    for path, _builder in outputs.values():
+        used = set(dotted_names(ast.parse(path.read_text())))
+        assert used and not {name for name in used if name.startswith(tuple(builder_modules))}, path
+
+
+def dotted_names(tree):
+    """Every module imported and every dotted name the code spells (docstrings are not code)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Attribute):
+            parts = [node.attr]
+            while isinstance(node.value, ast.Attribute):
+                node = node.value
+                parts.append(node.attr)
+            if isinstance(node.value, ast.Name):
+                yield ".".join([node.value.id, *reversed(parts)])
+
+
+def test_the_user_spec_names_what_the_author_named(imported):
+    project, _references, outputs = imported
+    spec = (project / "spec" / "user.py").read_text()
+    # constants named after the builder module's globals, constraints included
+    assert "user_weighted_dtype_config = DTypeConfig(" in spec
+    assert "act_quint8_scale_min_2_neg_12 = DTypeWithConstraints(" in spec
+    # the author's own fuser is imported, torch's closure is sequential(...)
+    assert 'fuser_method=importable("tests.user_builder.fuse_linear_relu")' in spec
+    assert "fuser_method=sequential(nni.ConvReLU2d)" in spec
+    # the list shared by seven patterns is named once and used by name
+    assert "user_default_dtype_configs = [user_default_dtype_config]" in spec
+    assert spec.count("user_default_dtype_configs)") + spec.count("user_default_dtype_configs,") == 7
+    generated = outputs[USER_BUILDER][0].read_text()
+    assert "from tests.user_builder import fuse_linear_relu" in generated
+
+
+def test_torchs_functions_become_the_projects_templates(imported):
+    project, _references, _outputs = imported
+    texts = "".join(p.read_text() for p in (project / "spec").glob("[!_]*.py"))
+    used = set(re.findall(r'function\(\s*"(\w+)"', texts))
+    assert used == {"conv_add_fuser", "conv_add_root_node_getter", "conv_add_extra_inputs_getter",
+                    "getitem_root_node_getter", "linear_bn_leaky_relu_fuser"}  # fmt: skip
+    # Parameters that only rename locals are still chosen to read like torch's function.
+    calls = re.findall(r'function\(\s*"conv_add_\w+",\s*"(\w+)",([^)]*)\)', texts)
+    assert calls
+    for name, arguments in calls:
+        assert ("with_bn=True" in arguments) == ("_bn_" in name), name
+        assert ("relu=True" in arguments) == ("_relu_" in name), name
+        assert f'side="{name.rsplit("_", 1)[1]}"' in arguments, name
+
+
+def test_import_never_overwrites_a_spec_without_force(project, capsys):
+    spec = project / "spec" / "fbgemm.py"
+    before = spec.read_text()
+    code, out = run(capsys, "--root", str(project), "import", target(committed_references()[0]), "--name", "fbgemm")
+    assert code == 2
+    assert out.strip() == "error: spec/fbgemm.py exists; give --force to overwrite it or --name"
+    assert spec.read_text() == before
+    code, out = run(capsys, "--root", str(project), "import", target(USER_BUILDER), "--name", "fbgemm", "--force")
+    assert code == 0, out
+    assert 'reference="tests.user_builder.get_user_backend_config"' in spec.read_text()
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ("no_such_module:get_x", "error: cannot import no_such_module: ModuleNotFoundError: "),
+        ("tests.user_builder:get_nothing", "error: tests.user_builder has no function 'get_nothing'"),
+        ("tests.user_builder", "error: 'tests.user_builder': expected MODULE:FUNCTION"),
+        (
+            "tests.user_builder:get_not_a_backend_config",
+            "error: tests.user_builder:get_not_a_backend_config() returned dict, not a BackendConfig",
+        ),
+        (
+            "tests.user_builder:get_unnamed_closure_backend_config",
+            "error: pattern (nn.Conv2d, nn.ReLU): cannot name fuser_method "
+            "tests.user_builder.get_unnamed_closure_backend_config.<locals>.fuse_reversed: ",
+        ),
+    ],
+)
+def test_import_refuses_with_one_line_and_writes_nothing(project, capsys, given, message):
+    before = sorted(p.name for p in (project / "spec").iterdir())
+    code, out = run(capsys, "--root", str(project), "import", given, "--name", "refused")
+    assert code == 2
+    assert out.startswith(message) and out.count("\n") == 1, out
+    assert sorted(p.name for p in (project / "spec").iterdir()) == before
