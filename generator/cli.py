@@ -214,7 +214,7 @@ def cmd_import(args, console: Console) -> int:
     from generator import importing, spec_source
 
     root = args.root
-    name = args.name or importing.default_name(args.target.partition(":")[2])
+    name = args.name or importing.default_name(importing.split_target(args.target)[1])
     if not importing.valid_spec_name(name):
         raise errors.ImportNameError(f"{name!r} cannot name a spec file: use a lower-case identifier (--name)")
     path = root / "spec" / f"{name}.py"

@@ -66,11 +66,17 @@ class ImportedSpec:
 # ---------------------------------------------------------------------------
 
 
-def load_builder(target: str, root: Path):
-    """(builder function, module, the BackendConfig it returns) for MODULE:FUNCTION."""
+def split_target(target: str) -> tuple[str, str]:
+    """(module, function) of MODULE:FUNCTION."""
     module_name, _, function_name = target.partition(":")
     if not module_name or not function_name:
         raise BuilderImportError(f"{target!r}: expected MODULE:FUNCTION, e.g. my_backend.config:get_backend_config")
+    return module_name, function_name
+
+
+def load_builder(target: str, root: Path):
+    """(builder function, module, the BackendConfig it returns) for MODULE:FUNCTION."""
+    module_name, function_name = split_target(target)
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     # torch 2.13's builders fail in a fresh interpreter unless this module is imported first.

@@ -159,9 +159,10 @@ def test_import_never_overwrites_a_spec_without_force(project, capsys):
         ),
     ],
 )
-def test_import_refuses_with_one_line_and_writes_nothing(project, capsys, given, message):
+@pytest.mark.parametrize("name", [["--name", "refused"], []], ids=["named", "default name"])
+def test_import_refuses_with_one_line_and_writes_nothing(project, capsys, given, message, name):
     before = sorted(p.name for p in (project / "spec").iterdir())
-    code, out = run(capsys, "--root", str(project), "import", given, "--name", "refused")
+    code, out = run(capsys, "--root", str(project), "import", given, *name)
     assert code == 2
     assert out.startswith(message) and out.count("\n") == 1, out
     assert sorted(p.name for p in (project / "spec").iterdir()) == before
