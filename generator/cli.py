@@ -35,6 +35,8 @@ EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.FormattingError: ERROR,
     errors.LintError: ERROR,
     errors.GitError: ERROR,
+    errors.UnknownBackendError: ERROR,
+    errors.NothingToCompareError: ERROR,
 }
 FIX_COMMAND = "python -m generator regenerate"
 
@@ -232,18 +234,47 @@ REASONS = {"missing": "missing", "stale": "stale", "edited": "edited by hand"}
 
 
 def cmd_diff(args, console: Console) -> int:
-    from generator import reviewing, spec_loading
+    from generator import review_formats, reviewing
 
-    refs = reviewing.builders(spec_loading.load_modules(args.root), args.backends)
-    if args.rev:
-        lines = reviewing.against_revision(args.root, args.rev, refs)
+    root = args.root
+    if not (root / "spec").is_dir():
+        raise errors.NothingToCompareError(f"nothing to compare: {root} is not a generator project (no spec/ folder)")
+    if args.against_torch:
+        if _stale_notice(root, console):
+            return DIFFERENT
+        from generator import spec_loading
+
+        refs = reviewing.builders(spec_loading.load_modules(root), args.backends)
+        results, old, new = list(reviewing.against_torch(root, refs)), "torch", "generated"
     else:
-        lines = reviewing.against_torch(args.root, refs)
-    for line in lines:
-        console.say(line)
-    if not lines:
-        console.say("no differences", "green")
-    return DIFFERENT if lines else OK
+        old_side, new_side = reviewing.parse_revisions(root, args.rev)
+        for side in (old_side, new_side):
+            reviewing.require_generated(side)
+        if new_side.revision is None and _stale_notice(root, console):
+            return DIFFERENT
+        results = list(reviewing.against_revision(old_side, new_side, args.backends))
+        old, new = old_side.title, new_side.title
+    if not results:
+        raise errors.NothingToCompareError("nothing to compare: no backend on either side")
+    console.out.write(review_formats.render(args.format, results, old, new))
+    return DIFFERENT if any(r.status != "same" for r in results) else OK
+
+
+def _stale_notice(root: Path, console: Console) -> bool:
+    """Say first when generated/ is not what spec/ says (a diff of it would mislead); True when so."""
+    recorded = manifest.read(root)
+    statuses = {t.relative: planning.status(t, recorded) for t in planning.plan(root)}
+    missing = sorted(name for name, status in statuses.items() if status.state == "missing")
+    if missing:
+        raise errors.NothingToCompareError(f"nothing to compare: {missing[0]} is missing; fix: {FIX_COMMAND}")
+    stale = {name: status for name, status in statuses.items() if status.state != "fresh"}
+    if not stale:
+        return False
+    console.say("generated/ is out of date with spec/; diff compares generated modules, so regenerate first:", "red")
+    for name, status in stale.items():
+        console.say(f"  {name}: {REASONS[status.state]}{': ' + '; '.join(status.reasons) if status.reasons else ''}")
+    console.say(f"fix: {FIX_COMMAND}", "bold")
+    return True
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -266,11 +297,19 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument("--force", action="store_true", help="re-render even when it is up to date")
     matrix.add_argument("--stdout", action="store_true", help="print the matrix instead of writing it")
     matrix.set_defaults(handler=cmd_matrix)
-    diff = commands.add_parser("diff", help="per-pattern semantic diff: against torch, or against a git revision")
-    side = diff.add_mutually_exclusive_group(required=True)
+    diff = commands.add_parser(
+        "diff", help="per-pattern semantic diff of generated/: working tree vs HEAD, revisions, or against torch"
+    )
+    side = diff.add_mutually_exclusive_group()
     side.add_argument("--against-torch", action="store_true", help="generated builders against torch's builders")
-    side.add_argument("--rev", metavar="REV", help="generated modules at git revision REV against the working tree")
-    diff.add_argument("backends", nargs="*", metavar="BACKEND", help="e.g. fbgemm onednn (default: all)")
+    side.add_argument(
+        "--rev", metavar="REV", help="A..B: revision A against revision B; REV: REV against the working tree "
+        "(default: HEAD against the working tree)"
+    )
+    diff.add_argument("--format", choices=("text", "markdown", "json"), default="text", help="output format")
+    diff.add_argument(
+        "backends", nargs="*", metavar="BACKEND", help="backend or module names, e.g. fbgemm onednn (default: all)"
+    )
     diff.set_defaults(handler=cmd_diff)
     regenerate.set_defaults(handler=cmd_regenerate)
     check.set_defaults(handler=cmd_check)

@@ -73,3 +73,11 @@ class LintError(GeneratorError):
 
 class GitError(GeneratorError):
     """A git command needed by `diff --rev` failed."""
+
+
+class UnknownBackendError(GeneratorError):
+    """A command was given a backend name that no spec or generated module defines."""
+
+
+class NothingToCompareError(GeneratorError):
+    """`diff` found nothing to compare: not a project, a revision without generated/, a missing file."""
