@@ -907,6 +907,7 @@ def backend_diff(
         )
         return BackendDiff(backend, change, patterns=patterns)
     entries: list[tuple[int, int, PatternChange]] = []
+    shared = _used_names(old.configs, names).keys() & _used_names(new.configs, names).keys()
     old_by_key, new_by_key = _configs_by_key(old.configs), _configs_by_key(new.configs)
     for key, (index, config) in old_by_key.items():
         if key not in new_by_key:
@@ -915,7 +916,7 @@ def backend_diff(
         if key not in old_by_key:
             entries.append((index, 1, _whole_pattern("added", index, config, names, locations[1])))
             continue
-        fields = tuple(_changed_fields(old_by_key[key][1], config, names))
+        fields = tuple(_changed_fields(old_by_key[key][1], config, names, shared))
         if fields:
             label = _label(config)
             entries.append((index, 2, PatternChange("changed", label, index, fields, location=locations[1].get(label))))
@@ -950,7 +951,7 @@ def _moved_keys(old_by_key: dict, new_by_key: dict) -> list[Any]:
 
 
 def _changed_fields(
-    old: BackendPatternConfig, new: BackendPatternConfig, names: dict[int, str]
+    old: BackendPatternConfig, new: BackendPatternConfig, names: dict[int, str], shared
 ) -> Iterator[FieldChange]:
     for field, detail in _attribute_findings(
         "attributes", new, old, frozenset(PATTERN_FIELDS)
@@ -959,7 +960,7 @@ def _changed_fields(
     for field in PATTERN_FIELDS:
         if field == "dtype_configs":
             yield from _dtype_config_list_changes(
-                old.dtype_configs, new.dtype_configs, names
+                old.dtype_configs, new.dtype_configs, names, shared
             )
         elif field in CALLABLE_FIELDS:
             if next(_callable_findings(field, new, old), None) is not None:
@@ -973,12 +974,15 @@ def _change(field: str, old: Any, new: Any) -> FieldChange:
 
 
 def _dtype_config_list_changes(
-    old: list[DTypeConfig], new: list[DTypeConfig], names: dict[int, str]
+    old: list[DTypeConfig], new: list[DTypeConfig], names: dict[int, str], shared
 ) -> Iterator[FieldChange]:
-    # A named dtype config is the same entry whatever its content: a content
-    # change is reported once, by _dtype_config_changes, not per pattern.
-    old_keys = [names.get(id(dc)) or _dtype_config_key(dc) for dc in old]
-    new_keys = [names.get(id(dc)) or _dtype_config_key(dc) for dc in new]
+    # A dtype config named alike on both sides is the same entry whatever its
+    # content: a content change is reported once, by _dtype_config_changes.
+    def key(dtype_config):
+        name = names.get(id(dtype_config))
+        return name if name in shared else _dtype_config_key(dtype_config)
+
+    old_keys, new_keys = [key(dc) for dc in old], [key(dc) for dc in new]
     matcher = difflib.SequenceMatcher(None, old_keys, new_keys, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
@@ -993,16 +997,17 @@ def _dtype_config_changes(
     old: list[BackendPatternConfig], new: list[BackendPatternConfig], names: dict[int, str]
 ) -> tuple[DTypeConfigChange, ...]:
     """Named dtype configs used on both sides whose content differs, field by field."""
-    def used(configs):
-        return {names[id(dc)]: dc for c in configs for dc in c.dtype_configs if id(dc) in names}
-
-    old_used, new_used = used(old), used(new)
+    old_used, new_used = _used_names(old, names), _used_names(new, names)
     changes = []
     for name in sorted(old_used.keys() & new_used.keys()):
         fields = tuple(_dtype_config_fields(old_used[name], new_used[name]))
         if fields:
             changes.append(DTypeConfigChange(name, fields))
     return tuple(changes)
+
+
+def _used_names(configs: list[BackendPatternConfig], names: dict[int, str]) -> dict[str, DTypeConfig]:
+    return {names[id(dc)]: dc for c in configs for dc in c.dtype_configs if id(dc) in names}
 
 
 def _dtype_config_fields(old: DTypeConfig, new: DTypeConfig) -> Iterator[FieldChange]:
