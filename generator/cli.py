@@ -19,7 +19,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from generator import errors, planning, writing
+from generator import digests, errors, manifest, planning, writing
 
 OK, DIFFERENT, ERROR = 0, 1, 2
 EXIT_CODES: dict[type[errors.GeneratorError], int] = {
@@ -41,6 +41,8 @@ EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.UnnamedCallableError: ERROR,
     errors.SpecExistsError: ERROR,
     errors.ImportNameError: ERROR,
+    errors.UnknownBackendError: ERROR,
+    errors.NothingToCompareError: ERROR,
 }
 FIX_COMMAND = "python -m generator regenerate"
 
@@ -96,7 +98,8 @@ def report_lint(console: Console, findings: list[str], strict: bool) -> None:
 def cmd_regenerate(args, console: Console) -> int:
     root = args.root
     targets = planning.plan(root)
-    stale = [t for t in targets if args.force or planning.freshness(t) != "fresh"]
+    recorded = manifest.read(root)
+    stale = [t for t in targets if args.force or planning.freshness(t, recorded) != "fresh"]
     modules, texts = None, {}
     if stale:
         from generator import pipeline
@@ -121,20 +124,40 @@ def cmd_matrix(args, console: Console) -> int:
     if args.stdout:
         console.out.write(texts[planning.MATRIX])
     else:
-        _write(root, matrix, texts, console)
+        _write(root, matrix, texts, console, every=planning.plan(root))
     return OK
 
 
-def _write(root: Path, targets, texts: dict[str, str], console: Console) -> None:
-    for directory in {t.output.parent for t in targets}:
+def _write(root: Path, targets, texts: dict[str, str], console: Console, every=None) -> None:
+    """Write the targets' new texts, then the manifest; `every` is all targets (default: `targets`).
+
+    The manifest is written twice when a file changes: first with each replaced
+    file's old digest (so that a run killed among the outputs leaves files that
+    check calls either fresh or stale, never edited by hand), last without.
+    """
+    for directory in {t.output.parent for t in targets} | {(root / manifest.PATH).parent}:
         writing.remove_stale_temporaries(directory)
+    recorded = manifest.read(root)
+    new_texts = {t.relative: texts[t.name] for t in targets if t.name in texts}
+    current = {t.relative: dict(t.made_from) for t in (every or targets)}
+    final = manifest.updated(recorded, current, {o: digests.text_digest(text) for o, text in new_texts.items()})
+    replaced = {t.relative: _digest_of(t.output) for t in targets if t.relative in new_texts}
+    replaced = {o: d for o, d in replaced.items() if d != final.outputs[o].digest}
+    if replaced:
+        writing.write_if_changed(root / manifest.PATH, manifest.pending(final, replaced).text())
     files_written = 0
     for target in targets:
-        written = target.name in texts and writing.write_if_changed(target.output, texts[target.name])
+        written = target.relative in new_texts and writing.write_if_changed(target.output, new_texts[target.relative])
         status = "written" if written else "unchanged"
         console.say(f"{status:9} {target.output.relative_to(root)}", "green" if written else None)
         files_written += written
         writing.pause_if_asked(files_written)
+    if writing.write_if_changed(root / manifest.PATH, final.text()):
+        console.say(f"{'written':9} {manifest.PATH.as_posix()}", "green")
+
+
+def _digest_of(path: Path) -> str | None:
+    return digests.text_digest(path.read_text()) if path.exists() else None
 
 
 def cmd_check(args, console: Console) -> int:
@@ -146,39 +169,50 @@ def cmd_check(args, console: Console) -> int:
 
         modules, texts = pipeline.load_and_build(root, targets, args.jobs)
     report_lint(console, lint_findings(root, targets, modules), args.strict)
-    problems = {t.name: planning.freshness(t) for t in targets}
+    recorded = manifest.read(root)
+    statuses = {t.name: planning.status(t, recorded) for t in targets}
     if texts is not None:
-        problems = _full_comparison(targets, texts)
-    problems = {name: state for name, state in problems.items() if state != "fresh"}
+        statuses = _full_comparison(targets, texts, statuses)
+    problems = {name: status for name, status in statuses.items() if status.state != "fresh"}
     orphaned = planning.orphans(root, targets)
-    if not problems and not orphaned:
+    manifest_problem = None if problems else _manifest_problem(root, targets, recorded, texts)
+    if not problems and not orphaned and manifest_problem is None:
         console.say(f"{len(targets)} generated files are up to date", "green")
         return OK
     # The slow path (torch names, black) runs only once something is wrong, to show the fix.
-    if texts is None:
+    if texts is None and problems:
         from generator import pipeline
 
         wrong = [t for t in targets if t.name in problems]
         _, texts = pipeline.load_and_build(root, wrong, args.jobs)
-    _explain(root, targets, problems, orphaned, console, texts)
+    _explain(root, targets, problems, orphaned, console, texts or {})
+    if manifest_problem is not None:
+        _explain_manifest(root, manifest_problem, console)
+    console.say(f"fix: {FIX_COMMAND}", "bold")
     return DIFFERENT
 
 
-def _full_comparison(targets, texts: dict[str, str]) -> dict[str, str]:
-    """Byte comparison with a fresh render; the digest state explains any difference."""
-    states = {}
+def _full_comparison(targets, texts: dict[str, str], statuses: dict) -> dict:
+    """Byte comparison with a fresh render; the manifest explains any difference."""
+    found = {}
     for target in targets:
         current = target.output.read_text() if target.output.exists() else None
-        state = planning.freshness(target)
-        states[target.name] = "fresh" if current == texts[target.name] else (state if state != "fresh" else "edited")
-    return states
+        status = statuses[target.name]
+        if current == texts[target.name]:
+            found[target.name] = planning.Status("fresh")
+        elif status.state == "fresh":
+            found[target.name] = planning.Status("edited", ("its content is not what regenerate writes",))
+        else:
+            found[target.name] = status
+    return found
 
 
-REASONS = {
-    "missing": "missing",
-    "stale": "stale: its spec, templates, generator or black changed",
-    "edited": "edited by hand: its content does not match its digest",
-}
+def _manifest_problem(root: Path, targets, recorded, texts) -> str | None:
+    """The manifest regenerate would write, when it differs from the one on disk (all outputs fresh)."""
+    written = {t.relative: digests.text_digest(texts[t.name]) for t in targets} if texts else {}
+    expected = manifest.updated(recorded, {t.relative: dict(t.made_from) for t in targets}, written).text()
+    path = root / manifest.PATH
+    return None if path.exists() and path.read_text() == expected else expected
 
 
 def _explain(root, targets, problems, orphaned, console: Console, texts: dict[str, str]) -> None:
@@ -186,28 +220,70 @@ def _explain(root, targets, problems, orphaned, console: Console, texts: dict[st
         if target.name not in problems:
             continue
         relative = str(target.output.relative_to(root))
-        console.say(f"{relative}: {REASONS.get(problems[target.name], problems[target.name])}", "red")
+        status = problems[target.name]
+        reasons = f": {'; '.join(status.reasons)}" if status.reasons else ""
+        console.say(f"{relative}: {REASONS[status.state]}{reasons}", "red")
         current = target.output.read_text().splitlines(keepends=True) if target.output.exists() else []
         regenerated = texts[target.name].splitlines(keepends=True)
         console.out.writelines(difflib.unified_diff(current, regenerated, relative, f"{relative} (regenerated)"))
     for orphan in orphaned:
         console.say(f"{orphan.relative_to(root)}: its spec file is gone", "red")
-    console.say(f"fix: {FIX_COMMAND}", "bold")
+
+
+def _explain_manifest(root: Path, expected: str, console: Console) -> None:
+    path = root / manifest.PATH
+    relative = manifest.PATH.as_posix()
+    current = path.read_text().splitlines(keepends=True) if path.exists() else []
+    console.say(f"{relative}: {'stale: it does not record what regenerate wrote' if current else 'missing'}", "red")
+    regenerated = expected.splitlines(keepends=True)
+    console.out.writelines(difflib.unified_diff(current, regenerated, relative, f"{relative} (regenerated)"))
+
+
+REASONS = {"missing": "missing", "stale": "stale", "edited": "edited by hand"}
 
 
 def cmd_diff(args, console: Console) -> int:
-    from generator import reviewing, spec_loading
+    from generator import review_formats, reviewing
 
-    refs = reviewing.builders(spec_loading.load_modules(args.root), args.backends)
-    if args.rev:
-        lines = reviewing.against_revision(args.root, args.rev, refs)
+    root = args.root
+    if not (root / "spec").is_dir():
+        raise errors.NothingToCompareError(f"nothing to compare: {root} is not a generator project (no spec/ folder)")
+    if args.against_torch:
+        if _stale_notice(root, console):
+            return DIFFERENT
+        from generator import spec_loading
+
+        refs = reviewing.builders(spec_loading.load_modules(root), args.backends)
+        results, old, new = list(reviewing.against_torch(root, refs)), "torch", "generated"
     else:
-        lines = reviewing.against_torch(args.root, refs)
-    for line in lines:
-        console.say(line)
-    if not lines:
-        console.say("no differences", "green")
-    return DIFFERENT if lines else OK
+        old_side, new_side = reviewing.parse_revisions(root, args.rev)
+        for side in (old_side, new_side):
+            reviewing.require_generated(side)
+        if new_side.revision is None and _stale_notice(root, console):
+            return DIFFERENT
+        results = list(reviewing.against_revision(old_side, new_side, args.backends))
+        old, new = old_side.title, new_side.title
+    if not results:
+        raise errors.NothingToCompareError("nothing to compare: no backend on either side")
+    console.out.write(review_formats.render(args.format, results, old, new))
+    return DIFFERENT if any(r.status != "same" for r in results) else OK
+
+
+def _stale_notice(root: Path, console: Console) -> bool:
+    """Say first when generated/ is not what spec/ says (a diff of it would mislead); True when so."""
+    recorded = manifest.read(root)
+    statuses = {t.relative: planning.status(t, recorded) for t in planning.plan(root)}
+    missing = sorted(name for name, status in statuses.items() if status.state == "missing")
+    if missing:
+        raise errors.NothingToCompareError(f"nothing to compare: {missing[0]} is missing; fix: {FIX_COMMAND}")
+    stale = {name: status for name, status in statuses.items() if status.state != "fresh"}
+    if not stale:
+        return False
+    console.say("generated/ is out of date with spec/; diff compares generated modules, so regenerate first:", "red")
+    for name, status in stale.items():
+        console.say(f"  {name}: {REASONS[status.state]}{': ' + '; '.join(status.reasons) if status.reasons else ''}")
+    console.say(f"fix: {FIX_COMMAND}", "bold")
+    return True
 
 
 def cmd_import(args, console: Console) -> int:
@@ -248,11 +324,19 @@ def build_parser() -> argparse.ArgumentParser:
     matrix.add_argument("--force", action="store_true", help="re-render even when it is up to date")
     matrix.add_argument("--stdout", action="store_true", help="print the matrix instead of writing it")
     matrix.set_defaults(handler=cmd_matrix)
-    diff = commands.add_parser("diff", help="per-pattern semantic diff: against torch, or against a git revision")
-    side = diff.add_mutually_exclusive_group(required=True)
+    diff = commands.add_parser(
+        "diff", help="per-pattern semantic diff of generated/: working tree vs HEAD, revisions, or against torch"
+    )
+    side = diff.add_mutually_exclusive_group()
     side.add_argument("--against-torch", action="store_true", help="generated builders against torch's builders")
-    side.add_argument("--rev", metavar="REV", help="generated modules at git revision REV against the working tree")
-    diff.add_argument("backends", nargs="*", metavar="BACKEND", help="e.g. fbgemm onednn (default: all)")
+    side.add_argument(
+        "--rev", metavar="REV", help="A..B: revision A against revision B; REV: REV against the working tree "
+        "(default: HEAD against the working tree)"
+    )
+    diff.add_argument("--format", choices=("text", "markdown", "json"), default="text", help="output format")
+    diff.add_argument(
+        "backends", nargs="*", metavar="BACKEND", help="backend or module names, e.g. fbgemm onednn (default: all)"
+    )
     diff.set_defaults(handler=cmd_diff)
     importer = commands.add_parser("import", help="write spec/<name>.py from an existing builder MODULE:FUNCTION")
     importer.add_argument("target", metavar="MODULE:FUNCTION", help="e.g. my_backend.config:get_my_backend_config")

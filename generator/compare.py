@@ -17,8 +17,9 @@ of the exact pattern types and of subclasses, must raise the same exception or
 build modules equal in everything they hold (children, training flags, stored
 callables such as ``ConvAdd2d.add``, parameters and buffers).
 
-``diff_backend_configs`` is the reviewer's view: a keyed diff that lists added,
-removed, moved and changed patterns as short readable lines.
+``backend_diff`` is the reviewer's view: a keyed diff that lists added,
+removed, moved and changed patterns and changed dtype configs (``BackendDiff``);
+``diff_backend_configs`` gives its short readable lines.
 """
 
 from __future__ import annotations
@@ -891,38 +892,143 @@ def _describe_result(value: Any) -> str:
 # ---------------------------------------------------------------------------
 
 
+@dataclasses.dataclass(frozen=True)
+class FieldChange:
+    """One field of a pattern or dtype config, before and after."""
+
+    field: str
+    old: str
+    new: str
+
+    def __str__(self) -> str:
+        if self.field == "dtype_configs":  # a list entry that came or went
+            return f"dtype_configs: - {self.old}" if self.old else f"dtype_configs: + {self.new}"
+        if self.field == "position":
+            return f"moved from position {self.old} to {self.new}"
+        if self.field == "attributes":  # an attribute torch added: only the finding is known
+            return f"attributes: {self.new}"
+        return f"{self.field}: {self.old} -> {self.new}"
+
+
+@dataclasses.dataclass(frozen=True)
+class PatternChange:
+    """A pattern that was added, removed, changed or moved; `location` is its spec line."""
+
+    change: str  # "added" | "removed" | "changed" | "moved"
+    pattern: str
+    position: int
+    fields: tuple[FieldChange, ...] = ()
+    dtype_configs: tuple[str, ...] = ()  # added or removed: the pattern's dtype configs
+    location: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class DTypeConfigChange:
+    """A dtype config whose content changed under the same name."""
+
+    name: str
+    fields: tuple[FieldChange, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendDiff:
+    """Everything that differs between two versions of one backend's config."""
+
+    backend: str
+    status: str  # "same" | "changed" | "added" | "removed"
+    name: FieldChange | None = None
+    dtype_configs: tuple[DTypeConfigChange, ...] = ()
+    patterns: tuple[PatternChange, ...] = ()
+
+    def count(self, *changes: str) -> int:
+        return sum(p.change in changes for p in self.patterns)
+
+    def lines(self, old_side: str = "old", new_side: str = "new") -> list[str]:
+        """The text form: one line per change, prefixed by the backend."""
+        prefix = f"{self.backend}: "
+        lines = []
+        if self.status == "added":
+            lines.append(f"{prefix}+ backend (not in {old_side}), {len(self.patterns)} patterns")
+        elif self.status == "removed":
+            lines.append(f"{prefix}- backend (not in {new_side}), {len(self.patterns)} patterns")
+        if self.name is not None:
+            lines.append(f"{prefix}name: {self.name.old} -> {self.name.new}")
+        for dtype_config in self.dtype_configs:
+            lines += [f"{prefix}dtype config {dtype_config.name}: {f}" for f in dtype_config.fields]
+        for change in self.patterns:
+            at = f"  ({change.location})" if change.location else ""
+            if change.change in ("added", "removed"):
+                sign = "+" if change.change == "added" else "-"
+                lines.append(f"{prefix}{sign} pattern {change.pattern}{at}")
+            else:
+                lines += [f"{prefix}{change.pattern}: {f}{at}" for f in change.fields]
+        return lines
+
+
 def diff_backend_configs(
     backend: str,
     old: BackendConfig,
     new: BackendConfig,
     names: dict[int, str] | None = None,
 ) -> list[str]:
-    """Readable lines describing how ``new`` differs from ``old``.
+    """Readable lines describing how ``new`` differs from ``old`` (see ``backend_diff``)."""
+    return backend_diff(backend, old, new, names).lines()
 
-    Patterns are matched by their complex-format key.  Lines are ordered by
-    position (removed patterns by their old position, everything else by the
-    new one).  ``names`` maps id(dtype config) to a name to show for it.
+
+def backend_diff(
+    backend: str,
+    old: BackendConfig | None,
+    new: BackendConfig | None,
+    names: dict[int, str] | None = None,
+    locations: tuple[dict[str, str], dict[str, str]] = ({}, {}),
+) -> BackendDiff:
+    """How ``new`` differs from ``old``; either may be None (a backend added or removed).
+
+    Patterns are matched by their complex-format key and ordered by position
+    (removed patterns by their old position, everything else by the new one).
+    ``names`` maps id(dtype config) to its name: named dtype configs are matched
+    by name, and one whose content changed is reported once, by field.
+    ``locations`` maps pattern labels to spec lines, on the old and the new side.
     """
     names = names or {}
-    entries: list[tuple[int, int, str]] = []  # (position, kind, line)
-    if not _same(old.name, new.name):
-        entries.append((-1, 0, f"{backend}: name: {old.name!r} -> {new.name!r}"))
+    if old is None or new is None:
+        config, change = (new, "added") if old is None else (old, "removed")
+        where = locations[1] if old is None else locations[0]
+        patterns = tuple(
+            _whole_pattern(change, i, c, names, where) for i, c in enumerate(config.configs)
+        )
+        return BackendDiff(backend, change, patterns=patterns)
+    entries: list[tuple[int, int, PatternChange]] = []
+    shared = _used_names(old.configs, names).keys() & _used_names(new.configs, names).keys()
     old_by_key, new_by_key = _configs_by_key(old.configs), _configs_by_key(new.configs)
     for key, (index, config) in old_by_key.items():
         if key not in new_by_key:
-            entries.append((index, 0, f"{backend}: - pattern {_label(config)}"))
+            entries.append((index, 0, _whole_pattern("removed", index, config, names, locations[0])))
     for key, (index, config) in new_by_key.items():
         if key not in old_by_key:
-            entries.append((index, 1, f"{backend}: + pattern {_label(config)}"))
+            entries.append((index, 1, _whole_pattern("added", index, config, names, locations[1])))
             continue
-        prefix = f"{backend}: {_label(config)}: "
-        for line in _changed_field_lines(old_by_key[key][1], config, names):
-            entries.append((index, 2, prefix + line))
+        fields = tuple(_changed_fields(old_by_key[key][1], config, names, shared))
+        if fields:
+            label = _label(config)
+            entries.append((index, 2, PatternChange("changed", label, index, fields, location=locations[1].get(label))))
     for key in _moved_keys(old_by_key, new_by_key):
         old_index, new_index = old_by_key[key][0], new_by_key[key][0]
-        line = f"{backend}: {_label(new_by_key[key][1])}: moved from position {old_index} to {new_index}"
-        entries.append((new_index, 3, line))
-    return [line for _, _, line in sorted(entries, key=lambda e: (e[0], e[1]))]
+        label = _label(new_by_key[key][1])
+        moved = (FieldChange("position", str(old_index), str(new_index)),)
+        where = locations[1].get(label)
+        entries.append((new_index, 3, PatternChange("moved", label, new_index, moved, location=where)))
+    patterns = tuple(change for _, _, change in sorted(entries, key=lambda e: (e[0], e[1])))
+    name = None if _same(old.name, new.name) else FieldChange("name", repr(old.name), repr(new.name))
+    dtype_configs = _dtype_config_changes(old.configs, new.configs, names)
+    changed = bool(patterns or name or dtype_configs)
+    return BackendDiff(backend, "changed" if changed else "same", name, dtype_configs, patterns)
+
+
+def _whole_pattern(change: str, index: int, config: BackendPatternConfig, names, locations) -> PatternChange:
+    label = _label(config)
+    dtype_configs = tuple(_dtype_config_name(dc, names) for dc in config.dtype_configs)
+    return PatternChange(change, label, index, dtype_configs=dtype_configs, location=locations.get(label))
 
 
 def _moved_keys(old_by_key: dict, new_by_key: dict) -> list[Any]:
@@ -936,42 +1042,78 @@ def _moved_keys(old_by_key: dict, new_by_key: dict) -> list[Any]:
     return [key for i, key in enumerate(new_order) if i not in kept]
 
 
-def _changed_field_lines(
-    old: BackendPatternConfig, new: BackendPatternConfig, names: dict[int, str]
-) -> Iterator[str]:
+def _changed_fields(
+    old: BackendPatternConfig, new: BackendPatternConfig, names: dict[int, str], shared
+) -> Iterator[FieldChange]:
     for field, detail in _attribute_findings(
         "attributes", new, old, frozenset(PATTERN_FIELDS)
     ):
-        yield f"{field}: {detail}"
+        yield FieldChange(field, "", detail)
     for field in PATTERN_FIELDS:
         if field == "dtype_configs":
-            yield from _dtype_config_list_lines(
-                old.dtype_configs, new.dtype_configs, names
+            yield from _dtype_config_list_changes(
+                old.dtype_configs, new.dtype_configs, names, shared
             )
         elif field in CALLABLE_FIELDS:
             if next(_callable_findings(field, new, old), None) is not None:
-                yield f"{field}: {_change(getattr(old, field), getattr(new, field))}"
+                yield _change(field, getattr(old, field), getattr(new, field))
         elif not _same(getattr(old, field), getattr(new, field)):
-            yield f"{field}: {_change(getattr(old, field), getattr(new, field))}"
+            yield _change(field, getattr(old, field), getattr(new, field))
 
 
-def _change(old: Any, new: Any) -> str:
-    return f"{short_name(old)} -> {short_name(new)}"
+def _change(field: str, old: Any, new: Any) -> FieldChange:
+    return FieldChange(field, short_name(old), short_name(new))
 
 
-def _dtype_config_list_lines(
-    old: list[DTypeConfig], new: list[DTypeConfig], names: dict[int, str]
-) -> Iterator[str]:
-    old_keys = [_dtype_config_key(dc) for dc in old]
-    new_keys = [_dtype_config_key(dc) for dc in new]
+def _dtype_config_list_changes(
+    old: list[DTypeConfig], new: list[DTypeConfig], names: dict[int, str], shared
+) -> Iterator[FieldChange]:
+    # A dtype config named alike on both sides is the same entry whatever its
+    # content: a content change is reported once, by _dtype_config_changes.
+    def key(dtype_config):
+        name = names.get(id(dtype_config))
+        return name if name in shared else _dtype_config_key(dtype_config)
+
+    old_keys, new_keys = [key(dc) for dc in old], [key(dc) for dc in new]
     matcher = difflib.SequenceMatcher(None, old_keys, new_keys, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
         for dtype_config in old[i1:i2]:
-            yield f"dtype_configs: - {_dtype_config_name(dtype_config, names)}"
+            yield FieldChange("dtype_configs", _dtype_config_name(dtype_config, names), "")
         for dtype_config in new[j1:j2]:
-            yield f"dtype_configs: + {_dtype_config_name(dtype_config, names)}"
+            yield FieldChange("dtype_configs", "", _dtype_config_name(dtype_config, names))
+
+
+def _dtype_config_changes(
+    old: list[BackendPatternConfig], new: list[BackendPatternConfig], names: dict[int, str]
+) -> tuple[DTypeConfigChange, ...]:
+    """Named dtype configs used on both sides whose content differs, field by field."""
+    old_used, new_used = _used_names(old, names), _used_names(new, names)
+    changes = []
+    for name in sorted(old_used.keys() & new_used.keys()):
+        fields = tuple(_dtype_config_fields(old_used[name], new_used[name]))
+        if fields:
+            changes.append(DTypeConfigChange(name, fields))
+    return tuple(changes)
+
+
+def _used_names(configs: list[BackendPatternConfig], names: dict[int, str]) -> dict[str, DTypeConfig]:
+    return {names[id(dc)]: dc for c in configs for dc in c.dtype_configs if id(dc) in names}
+
+
+def _dtype_config_fields(old: DTypeConfig, new: DTypeConfig) -> Iterator[FieldChange]:
+    for side in DTYPE_SIDES:
+        before = getattr(old, f"{side}_with_constraints")
+        after = getattr(new, f"{side}_with_constraints")
+        for field in CONSTRAINT_FIELDS:
+            a, b = getattr(before, field), getattr(after, field)
+            if repr(a) != repr(b):
+                yield _change(side if field == "dtype" else f"{side}.{field}", a, b)
+    for field in DTYPE_CONFIG_FIELDS:
+        a, b = getattr(old, field), getattr(new, field)
+        if repr(a) != repr(b):
+            yield _change(field, a, b)
 
 
 def _dtype_config_key(dtype_config: DTypeConfig) -> tuple:

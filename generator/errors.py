@@ -97,3 +97,11 @@ class SpecExistsError(GeneratorError):
 
 class ImportNameError(GeneratorError):
     """`import --name` is not usable as a spec file name."""
+
+
+class UnknownBackendError(GeneratorError):
+    """A command was given a backend name that no spec or generated module defines."""
+
+
+class NothingToCompareError(GeneratorError):
+    """`diff` found nothing to compare: not a project, a revision without generated/, a missing file."""

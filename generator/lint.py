@@ -31,7 +31,7 @@ def lint(modules: list[ExpandedModule]) -> list[LintWarning]:
         for expanded in module.backends:
             for override in expanded.overrides:
                 pair = (str(override.first.location), str(override.later.location), python_source(override.first.key))
-                backends_by_pair.setdefault(pair, []).append(expanded.backend.name)
+                backends_by_pair.setdefault(pair, []).append(expanded.backend.label)
                 details[pair] = (override.later.location, override.same_content)
     return [_warning(pair, backends, *details[pair]) for pair, backends in backends_by_pair.items()]
 

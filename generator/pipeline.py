@@ -65,4 +65,4 @@ def _pattern_count(module: ExpandedModule) -> int:
 
 def _with_header(target: Target, body: str) -> str:
     style = digests.comment_style(target.output)
-    return digests.header_text(target.source, target.inputs, digests.body_digest(body), style) + body
+    return digests.header_text(target.source, style) + body

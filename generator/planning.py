@@ -1,8 +1,9 @@
 """Planning: which files the generator writes, and which of them are out of date.
 
 Nothing here executes the spec, renders or formats, and nothing imports torch,
-Jinja2 or black: `check` decides from this module alone, by comparing each
-file's recorded digests with the current inputs. Spec files are read only as
+Jinja2 or black: `check` decides from this module alone, by comparing what the
+manifest (`generator/manifest.py`) recorded for each file with the file and the
+current inputs, and names the inputs that changed. Spec files are read only as
 syntax trees, to find the output name and the spec modules they import.
 """
 
@@ -13,7 +14,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator import digests
+from generator import digests, manifest
 
 MATRIX = "support-matrix"
 MATRIX_OUTPUT = Path("docs") / "support-matrix.md"
@@ -21,20 +22,39 @@ MATRIX_OUTPUT = Path("docs") / "support-matrix.md"
 
 @dataclass(frozen=True)
 class Target:
-    """A generated file: what it is made from, where it goes and its current input digest.
+    """A generated file: what it is made from, where it goes and its current inputs.
 
     `name` is a generated module's name, or MATRIX for the support matrix, which
-    is made from every spec file.
+    is made from every spec file. `made_from` maps each input's name to its
+    current digest (see `digests.InputsDigester`).
     """
 
     name: str
     source: str
-    output: Path
-    inputs: str
+    root: Path
+    relative: str  # the output, relative to the root: its key in the manifest
+    made_from: tuple[tuple[str, str], ...]
+
+    @property
+    def output(self) -> Path:
+        return self.root / self.relative
 
     @property
     def is_matrix(self) -> bool:
         return self.name == MATRIX
+
+    @property
+    def inputs(self) -> str:
+        """One digest of all current inputs."""
+        return digests.combined(dict(self.made_from))
+
+
+@dataclass(frozen=True)
+class Status:
+    """'fresh', 'missing', 'stale' (inputs changed) or 'edited' (changed by hand), and why."""
+
+    state: str
+    reasons: tuple[str, ...] = ()
 
 
 def plan(root: Path) -> list[Target]:
@@ -43,20 +63,66 @@ def plan(root: Path) -> list[Target]:
     for spec_file in spec_files(root):
         name = module_name(spec_file)
         relative = str(spec_file.relative_to(root))
-        targets.append(Target(name, relative, root / "generated" / f"{name}.py", digester.digest(relative)))
-    matrix_inputs = digester.matrix_digest([t.source for t in targets])
-    return targets + [Target(MATRIX, "spec/", root / MATRIX_OUTPUT, matrix_inputs)]
+        made_from = tuple(sorted(digester.inputs(relative).items()))
+        targets.append(_target(root, name, relative, Path("generated") / f"{name}.py", made_from))
+    matrix_inputs = tuple(sorted(digester.matrix_inputs([t.source for t in targets]).items()))
+    return targets + [_target(root, MATRIX, "spec/", MATRIX_OUTPUT, matrix_inputs)]
 
 
-def freshness(target: Target) -> str:
-    """'fresh', 'missing', 'stale' (inputs changed) or 'edited' (body or header changed by hand)."""
+def _target(root: Path, name: str, source: str, output: Path, made_from) -> Target:
+    return Target(name, source, root, output.as_posix(), made_from)
+
+
+def read_manifest(root: Path) -> manifest.Manifest | None:
+    return manifest.read(root)
+
+
+def freshness(target: Target, recorded: manifest.Manifest | None = None) -> str:
+    """'fresh', 'missing', 'stale' or 'edited'; reads the manifest unless given."""
+    return status(target, recorded if recorded is not None else manifest.read(target.root)).state
+
+
+def status(target: Target, recorded: manifest.Manifest | None) -> Status:
     if not target.output.exists():
-        return "missing"
-    style = digests.comment_style(target.output)
-    header, body = digests.split_generated(target.output.read_text(), style)
-    if header is None or digests.body_digest(body) != header.body:
-        return "edited"
-    return "fresh" if header.inputs == target.inputs else "stale"
+        return Status("missing")
+    entry = recorded.outputs.get(target.relative) if recorded is not None else None
+    if entry is None:
+        return Status("stale", (f"{manifest.PATH.as_posix()} has no record of it",))
+    digest = digests.text_digest(target.output.read_text())
+    if digest != entry.digest:
+        if digest == entry.previous:
+            return Status("stale", ("a regenerate was interrupted before it rewrote this file",))
+        return Status("edited", ("its content is not what regenerate wrote",))
+    reasons = changed_inputs(recorded.made_from(entry), dict(target.made_from))
+    return Status("stale", reasons) if reasons else Status("fresh")
+
+
+def changed_inputs(before: dict[str, str | None], now: dict[str, str]) -> tuple[str, ...]:
+    """Reasons in the reviewer's words: spec files and templates by name, then the generator, then versions."""
+    changed = sorted(name for name in before.keys() | now.keys() if before.get(name) != now.get(name))
+    reasons = []
+    code = [name for name in changed if name.startswith("generator/")]
+    for name in changed:
+        if name in digests.VERSIONED_PACKAGES:
+            reasons.append(f"{name} {before.get(name) or '(none)'} -> {now.get(name) or '(none)'}")
+        elif name.startswith("generator/"):
+            continue
+        elif name not in before or before[name] is None:
+            reasons.append(f"{name} is new to it")
+        elif name not in now:
+            reasons.append(f"{name} no longer feeds it")
+        else:
+            reasons.append(f"{name} changed")
+    if code:
+        reasons.append(f"the generator's code changed ({', '.join(code)})")
+    return tuple(sorted(reasons, key=_reason_order))
+
+
+def _reason_order(reason: str) -> int:
+    for rank, prefix in enumerate(("spec/", "templates/", "the generator")):
+        if reason.startswith(prefix):
+            return rank
+    return 3
 
 
 def orphans(root: Path, targets: list[Target]) -> list[Path]:
@@ -96,7 +162,7 @@ def lint_cache_file(root: Path, targets: list[Target]) -> Path:
     """Where the spec lint's findings for the current inputs are cached.
 
     The findings are a pure function of the spec and generator files that the
-    targets' digests cover, plus the lint's own code; executing the spec to
+    targets' inputs cover, plus the lint's own code; executing the spec to
     recompute them is most of what `check` would otherwise spend.
     """
     lint_code = (Path(__file__).parent / "lint.py").read_bytes()

@@ -1,20 +1,33 @@
-"""Semantic diffs for reviewers: generated modules against torch, or against a git revision.
+"""Semantic diffs for reviewers: generated modules against torch, or between two versions of generated/.
 
 Both sides are built by running the builders, then compared pattern by pattern
-(`generator.compare.diff_backend_configs`), so the output speaks of patterns and
-fields (`fbgemm: (nn.Conv2d, nn.ReLU): dtype_configs: + ...`), not of lines.
+(`generator.compare.backend_diff`), so the output speaks of patterns, fields and
+dtype configs (`fbgemm: (nn.Conv2d, nn.ReLU): dtype_configs: + ...`), not of lines.
+Each comparison is a function that yields one `BackendDiff` per backend;
+`generator.review_formats` prints them as text, Markdown or JSON.
+
+A side of a revision diff is the working tree or a git revision. Its backends
+are found in its generated modules (every `get_*_backend_config` they export),
+so a backend that exists on one side only is listed with all its patterns, and
+its patterns are traced to spec lines by loading that side's spec.
 """
 
 from __future__ import annotations
 
 import importlib
+import io
 import subprocess
+import tarfile
+import tempfile
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.errors import GitError, SpecFieldError
-from generator.model import ModuleSpec
+from generator.errors import GeneratorError, GitError, NothingToCompareError, UnknownBackendError
+from generator.model import Backend, ModuleSpec
+
+WORKING_TREE = "working tree"
 
 
 @dataclass(frozen=True)
@@ -28,63 +41,180 @@ class BuilderRef:
 
 
 def builders(modules: list[ModuleSpec], wanted: list[str]) -> list[BuilderRef]:
-    """The builders of the given spec modules, filtered by backend or module name."""
-    found = [
-        BuilderRef(b.builder.removeprefix("get_").removesuffix("_backend_config"), m.name, b.builder, b.reference)
-        for m in modules
-        for b in m.backends
-    ]
-    unknown = set(wanted) - {f.label for f in found} - {f.module for f in found}
+    """The builders of the given spec modules, filtered by label, BackendConfig name or module name."""
+    found = [(BuilderRef(b.label, m.name, b.builder, b.reference), b.name) for m in modules for b in m.backends]
+    chosen = _choose(wanted, [(ref.label, {ref.label, name, ref.module}) for ref, name in found])
+    return [ref for ref, _ in found if ref.label in chosen]
+
+
+def _choose(wanted: list[str], known: list[tuple[str, set[str]]]) -> set[str]:
+    """The labels that the wanted names select (all when none is wanted); each name may be any of a backend's."""
+    if not wanted:
+        return {label for label, _ in known}
+    unknown = set(wanted) - {name for _, names in known for name in names}
     if unknown:
-        choices = ", ".join(sorted({f.label for f in found}))
-        raise SpecFieldError(f"unknown backend(s) {', '.join(sorted(unknown))}; choose from {choices}")
-    return [f for f in found if not wanted or f.label in wanted or f.module in wanted]
+        choices = ", ".join(sorted({label for label, _ in known}))
+        raise UnknownBackendError(f"unknown backend(s) {', '.join(sorted(unknown))}; choose from {choices}")
+    return {label for label, names in known if names & set(wanted)}
 
 
-def against_torch(root: Path, refs: list[BuilderRef]) -> list[str]:
-    from generator.compare import diff_backend_configs
+def against_torch(root: Path, refs: list[BuilderRef]) -> Iterator:
+    """One BackendDiff per builder: torch's builder (old) against the generated one (new)."""
+    from generator.compare import backend_diff
 
-    lines = []
+    locations = spec_locations(root)
     for ref in refs:
         module = _import_generated(root, ref.module)
         torch_module, _, function = ref.torch_builder.rpartition(".")
         theirs = getattr(importlib.import_module(torch_module), function)()
-        lines += diff_backend_configs(ref.label, theirs, getattr(module, ref.function)(), _dtype_names(module))
-    return lines
+        ours = getattr(module, ref.function)()
+        yield backend_diff(ref.label, theirs, ours, _dtype_names(module), ({}, locations.get(ref.label, {})))
 
 
-def against_revision(root: Path, revision: str, refs: list[BuilderRef]) -> list[str]:
-    from generator.compare import diff_backend_configs
+# ---------------------------------------------------------------------------
+# Two versions of generated/
+# ---------------------------------------------------------------------------
 
-    lines = []
-    for ref in refs:
-        new_module = _import_generated(root, ref.module)
-        old_module = _module_at_revision(root, revision, ref.module)
-        new = getattr(new_module, ref.function)()
-        if old_module is None or not hasattr(old_module, ref.function):
-            lines.append(f"{ref.label}: + backend (not in {revision})")
-            continue
-        old = getattr(old_module, ref.function)()
-        names = {**_dtype_names(old_module), **_dtype_names(new_module)}
-        lines += diff_backend_configs(ref.label, old, new, names)
-    return lines
+
+@dataclass(frozen=True)
+class Side:
+    """generated/ in the working tree (revision None) or at a git revision."""
+
+    root: Path
+    revision: str | None
+
+    @property
+    def title(self) -> str:
+        return self.revision or WORKING_TREE
+
+    def module_names(self) -> list[str]:
+        if self.revision is None:
+            return sorted(p.stem for p in (self.root / "generated").glob("*.py") if not p.name.startswith("_"))
+        try:
+            listed = _git(self.root, "ls-tree", "--name-only", f"{self.revision}:generated")
+        except GitError:
+            return []  # the revision exists (require_generated checked) but has no generated/
+        return sorted(n[:-3] for n in listed.split() if n.endswith(".py") and not n.startswith("_"))
+
+    def source(self, module: str) -> str:
+        if self.revision is None:
+            return (self.root / "generated" / f"{module}.py").read_text()
+        return _git(self.root, "show", f"{self.revision}:generated/{module}.py")
+
+
+@dataclass(frozen=True)
+class SideBackend:
+    """A backend as one side builds it."""
+
+    label: str
+    name: str
+    module: str
+    config: object  # torch's BackendConfig
+    names: dict[int, str]  # id(dtype config) -> its name in the module
+
+
+def parse_revisions(root: Path, rev: str | None) -> tuple[Side, Side]:
+    """`A..B`: A against B; `REV`: REV against the working tree; None: HEAD against the working tree."""
+    if rev is None:
+        return Side(root, "HEAD"), Side(root, None)
+    if ".." in rev:
+        old, _, new = rev.partition("..")
+        return Side(root, old or "HEAD"), Side(root, new or "HEAD")
+    return Side(root, rev), Side(root, None)
+
+
+def require_generated(side: Side) -> None:
+    """A side without generated modules leaves nothing to compare."""
+    if side.revision is not None:
+        try:
+            _git(side.root, "rev-parse", "--verify", "--quiet", f"{side.revision}^{{commit}}")
+        except GitError:
+            raise GitError(f"{side.revision} is not a revision of the git repository at {side.root}") from None
+    if not side.module_names():
+        where = f"{side.revision} has" if side.revision else f"{side.root} has"
+        raise NothingToCompareError(f"nothing to compare: {where} no generated modules in generated/")
+
+
+def against_revision(old: Side, new: Side, wanted: list[str]) -> Iterator:
+    """One BackendDiff per backend found on either side, in label order."""
+    from generator.compare import backend_diff
+
+    before, after = side_backends(old), side_backends(new)
+    known = [(b.label, {b.label, b.name, b.module}) for b in [*before.values(), *after.values()]]
+    chosen = _choose(wanted, known)
+    old_locations, new_locations = _side_locations(old), _side_locations(new)
+    for label in sorted(chosen):
+        a, b = before.get(label), after.get(label)
+        names = {**(a.names if a else {}), **(b.names if b else {})}
+        where = (old_locations.get(label, {}), new_locations.get(label, {}))
+        yield backend_diff(label, a.config if a else None, b.config if b else None, names, where)
+
+
+def side_backends(side: Side) -> dict[str, SideBackend]:
+    """Every backend the side's generated modules build, by label."""
+    found = {}
+    for module_name in side.module_names():
+        module = _module_from_source(f"generated_{module_name}", side.source(module_name), module_name)
+        names = _dtype_names(module)
+        for function in getattr(module, "__all__", vars(module)):
+            if function.startswith("get_") and function.endswith("_backend_config"):
+                config = getattr(module, function)()
+                label = Backend(config.name, function, "", ()).label
+                found[label] = SideBackend(label, config.name, module_name, config, names)
+    return found
+
+
+def _side_locations(side: Side) -> dict[str, dict[str, str]]:
+    if side.revision is None:
+        return spec_locations(side.root)
+    with tempfile.TemporaryDirectory(prefix="generator-review-") as folder:
+        archive = subprocess.run(
+            ["git", "-C", str(side.root), "archive", "--format=tar", side.revision, "spec"], capture_output=True
+        )
+        if archive.returncode != 0:
+            return {}  # the revision has no spec/: its patterns keep no spec lines
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(folder, filter="data")
+        return spec_locations(Path(folder))
+
+
+def spec_locations(root: Path) -> dict[str, dict[str, str]]:
+    """{backend label: {pattern as the diff names it: spec line}}, from the spec under `root`.
+
+    A spec the current generator cannot load (an old revision's) gives none: the
+    diff then names patterns without their spec lines.
+    """
+    from generator import pipeline
+    from generator.source_spelling import python_source
+
+    try:
+        modules = pipeline.load(root, validate=False)
+    except GeneratorError:
+        return {}
+    return {
+        expanded.backend.label: {
+            python_source(c.pattern if c.pattern is not None else c.key): str(c.location)
+            for c in expanded.backend.configs
+            if c.location is not None
+        }
+        for module in modules
+        for expanded in module.backends
+    }
+
+
+def _git(root: Path, *args: str) -> str:
+    result = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+    if result.returncode != 0:
+        message = result.stderr.strip().splitlines()
+        raise GitError(f"git {' '.join(args)} failed: {message[0] if message else 'unknown revision'}")
+    return result.stdout
 
 
 def _import_generated(root: Path, name: str) -> types.ModuleType:
     path = root / "generated" / f"{name}.py"
+    if not path.exists():
+        raise NothingToCompareError(f"nothing to compare: generated/{name}.py does not exist")
     return _module_from_source(f"generated.{name}", path.read_text(), str(path))
-
-
-def _module_at_revision(root: Path, revision: str, name: str) -> types.ModuleType | None:
-    relative = f"generated/{name}.py"
-    result = subprocess.run(
-        ["git", "-C", str(root), "show", f"{revision}:{relative}"], capture_output=True, text=True
-    )
-    if result.returncode != 0:
-        if "exists on disk, but not in" in result.stderr or "does not exist in" in result.stderr:
-            return None
-        raise GitError(f"git show {revision}:{relative} failed: {result.stderr.strip()}")
-    return _module_from_source(f"generated_at_{name}", result.stdout, f"{revision}:{relative}")
 
 
 def _module_from_source(name: str, source: str, filename: str) -> types.ModuleType:

@@ -29,7 +29,7 @@ def test_check_finds_a_stale_module_and_says_how_to_fix_it(project, capsys):
     spec.write_text(spec.read_text().replace("DEFAULT_OP_QUINT8)", "DEFAULT_OP_QUINT8)  # touched"))
     code, out = run(capsys, "--root", str(project), "check")
     assert code == 1
-    assert "generated/x86.py: stale" in out
+    assert "generated/x86.py: stale: spec/x86.py changed" in out
     assert "generated/fbgemm.py" not in out
     assert "fix: python -m generator regenerate" in out
 
@@ -44,14 +44,24 @@ def test_check_finds_a_hand_edit_of_the_body(project, capsys):
     assert run(capsys, "--root", str(project), "check", "--full")[0] == 1
 
 
-def test_check_finds_a_hand_edit_of_the_digest(project, capsys):
-    module = project / "generated" / "qnnpack.py"
-    text = module.read_text()
-    flipped = re.sub(r"body=([0-9a-f])", lambda m: "body=" + ("0" if m.group(1) != "0" else "1"), text, count=1)
-    module.write_text(flipped)
+def test_check_finds_a_hand_edit_of_the_manifest(project, capsys):
+    manifest = project / "generated" / "manifest.json"
+    original = manifest.read_text()
+    record = re.search(r'"generated/qnnpack.py": \{\n *"digest": "([0-9a-f])', original)
+    flipped = original[: record.start(1)] + ("0" if record.group(1) != "0" else "1") + original[record.end(1) :]
+    manifest.write_text(flipped)
     code, out = run(capsys, "--root", str(project), "check")
     assert code == 1
     assert "generated/qnnpack.py: edited by hand" in out
+    manifest.write_text(original.replace('"inputs": {\n', '"inputs": {\n  "spec/gone.py": "0",\n', 1))
+    code, out = run(capsys, "--root", str(project), "check")
+    assert code == 1
+    assert "generated/manifest.json: stale" in out
+    assert '-  "spec/gone.py": "0",' in out
+    manifest.unlink()
+    code, out = run(capsys, "--root", str(project), "check")
+    assert code == 1
+    assert "generated/x86.py: stale: generated/manifest.json has no record of it" in out
 
 
 def test_check_finds_a_missing_module(project, capsys):

@@ -1,8 +1,8 @@
 """A regenerate killed with SIGKILL leaves every file whole (old or new), and check then tells which.
 
 The project is changed so that every output changes: a line added to the module
-template (new bodies) and a comment added to spec/_common.py (new digests, the
-matrix included). Two ways of killing:
+template and to the matrix template (new bodies) and a comment added to
+spec/_common.py (new input digests in the manifest). Two ways of killing:
 - at every step of the write phase (temporary file created, half written,
   before and after fsync, before and after the rename), in forked children
   that run regenerate's own writing code and SIGKILL themselves there;
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli, pipeline, planning, writing
+from generator import cli, manifest, pipeline, planning, writing
 from tests.conftest import ROOT, copy_project
 
 
@@ -28,12 +28,16 @@ def change_every_output(project: Path) -> None:
     template = project / "templates" / "module.py.j2"
     marked = template.read_text().replace("\n__all__ = [", "\n# Changed for the interruption test.\n__all__ = [", 1)
     template.write_text(marked)
+    matrix = project / "templates" / "docs" / "support-matrix.md.j2"
+    note = "\nChanged for the interruption test.\n\n## Backends\n"
+    matrix.write_text(matrix.read_text().replace("\n## Backends\n", note, 1))
     common = project / "spec" / "_common.py"
     common.write_text(common.read_text() + "# changed for the interruption test\n")
 
 
 def outputs(project: Path) -> list[Path]:
-    return [t.output for t in planning.plan(project)]
+    """Every file regenerate writes: the targets and the manifest that records them."""
+    return [t.output for t in planning.plan(project)] + [project / manifest.PATH]
 
 
 def contents(project: Path) -> dict[Path, bytes]:
@@ -160,7 +164,7 @@ def test_killed_at_every_step_of_writing(versions, tmp_path):
         mixed += 0 < len(renewed) < len(old)
     assert killed >= 6 * len(old)  # six kill points per file
     assert mixed > 0
-    assert verify_whole_and_fresh_exactly_when_new(project, old, new) == {str(p) for p in new}
+    assert verify_whole_and_fresh_exactly_when_new(project, old, new) == {str(p) for p in new if p != manifest.PATH}
 
 
 def processes_mentioning(text: str) -> list[str]:
@@ -205,10 +209,10 @@ def test_real_regenerate_killed_mid_write_then_check_tells_the_truth(versions, t
     code = cli.main(["--root", str(project), "check"])
     out = capsys.readouterr().out
     named = {line.split(":")[0] for line in out.splitlines() if ": stale" in line}
-    assert named == {str(p) for p in old} - renewed
+    assert named == {str(p) for p in old if p != manifest.PATH} - renewed
     assert code == 1
     del env[writing.PAUSE_AFTER_WRITES]
     assert subprocess.run(command, env=env, capture_output=True).returncode == 0
-    assert verify_whole_and_fresh_exactly_when_new(project, old, new) == {str(p) for p in new}
+    assert verify_whole_and_fresh_exactly_when_new(project, old, new) == {str(p) for p in new if p != manifest.PATH}
     assert cli.main(["--root", str(project), "check"]) == 0
     assert not list(project.rglob(".*.tmp"))

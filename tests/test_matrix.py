@@ -9,6 +9,7 @@ import torch
 from torch.ao.quantization.backend_config import DTypeConfig
 
 from generator import cli
+from generator.model import Backend
 from generator.torch_names import describe_pattern
 from tests.builders import BUILDERS
 from tests.conftest import ROOT
@@ -46,7 +47,7 @@ def parse_matrix(text: str) -> tuple[dict[str, dict[str, tuple[str, ...]]], dict
 
 
 def registered(builder) -> tuple[str, dict[str, tuple[str, ...]]]:
-    """The backend name and {pattern: dtype config names} of a generated builder, read from the objects."""
+    """The backend's label and {pattern: dtype config names} of a generated builder, read from the objects."""
     module = importlib.import_module(f"generated.{builder.module}")
     names = {id(value): name for name, value in vars(module).items() if isinstance(value, DTypeConfig)}
     config = builder.ours()()
@@ -56,7 +57,7 @@ def registered(builder) -> tuple[str, dict[str, tuple[str, ...]]]:
         if pattern is None:
             pattern = pattern_config._pattern_complex_format
         patterns[describe_pattern(pattern)] = tuple(names[id(dc)] for dc in pattern_config.dtype_configs)
-    return config.name, patterns
+    return Backend(config.name, builder.function, "", ()).label, patterns
 
 
 def test_every_cell_is_what_the_generated_builder_registers():
@@ -122,7 +123,7 @@ def test_a_spec_change_makes_the_matrix_stale_and_touches_one_row(project, capsy
         if line[:1] in "+-" and line[1:3] == "| " and not re.match(r"^[-+]\| `[^`]+` \| `get_", line)
     ]
     assert len(changed_rows) == 1 and changed_rows[0].startswith("-| ◐ `torch.ops.aten.mm.default` |"), changed_rows
-    assert "torch.ops.aten.mm.default" not in parse_matrix(after)[0]["qnnpack_pytorch_2.0_export"]
+    assert "torch.ops.aten.mm.default" not in parse_matrix(after)[0]["qnnpack_pt2e"]
 
 
 def test_matrix_stdout_prints_without_writing(project, capsys):

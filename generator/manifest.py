@@ -1,0 +1,108 @@
+"""The manifest: what each generated file was made from, in one file (generated/manifest.json).
+
+Generated files carry no input digests, so a change that leaves a file's body
+alone leaves the file alone. The manifest records instead:
+- `inputs`: the digest of every input (a package's version for black and Jinja2);
+- `outputs`: per generated file, the digest of its text and the names of its
+  inputs. `pinned` holds the digests of inputs that the file was made from when
+  they differ from `inputs` (only after `matrix` rewrote the matrix alone);
+  `previous` exists only while a regenerate runs (see `pending`).
+
+A spec edit changes one line of `inputs` and the text digest of each file whose
+body changed. Nothing here imports torch, Jinja2 or black.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PATH = Path("generated") / "manifest.json"
+ABOUT = "Written by python -m generator regenerate: what each generated file was made from. DO NOT EDIT."
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One generated file: the digest of its text and the inputs it was made from."""
+
+    digest: str
+    inputs: tuple[str, ...]
+    pinned: tuple[tuple[str, str], ...] = ()
+    previous: str | None = None  # the digest of the text a running regenerate replaces
+
+
+@dataclass(frozen=True)
+class Manifest:
+    inputs: dict[str, str] = field(default_factory=dict)
+    outputs: dict[str, Entry] = field(default_factory=dict)
+
+    def made_from(self, entry: Entry) -> dict[str, str]:
+        """The input digests one output was made from (None for an input never recorded)."""
+        pinned = dict(entry.pinned)
+        return {name: pinned.get(name, self.inputs.get(name)) for name in entry.inputs}
+
+    def text(self) -> str:
+        """The manifest file: sorted keys, one value per line, so a change touches few lines."""
+        outputs = {}
+        for output, entry in sorted(self.outputs.items()):
+            record = {"digest": entry.digest, "inputs": list(entry.inputs)}
+            if entry.pinned:
+                record["pinned"] = dict(entry.pinned)
+            if entry.previous:
+                record["previous"] = entry.previous
+            outputs[output] = record
+        document = {"about": ABOUT, "inputs": dict(sorted(self.inputs.items())), "outputs": outputs}
+        return json.dumps(document, indent=1) + "\n"
+
+
+def read(root: Path) -> Manifest | None:
+    """The manifest, or None when it is missing or not one (a hand edit that broke it)."""
+    try:
+        document = json.loads((root / PATH).read_text())
+        outputs = {
+            name: Entry(
+                str(record["digest"]),
+                tuple(record["inputs"]),
+                tuple(sorted(record.get("pinned", {}).items())),
+                record.get("previous"),
+            )
+            for name, record in document["outputs"].items()
+        }
+        return Manifest(dict(document["inputs"]), outputs)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def updated(old: Manifest | None, current: dict[str, dict[str, str]], written: dict[str, str]) -> Manifest:
+    """The manifest after writing some outputs.
+
+    `current` maps every output to its current inputs {name: digest}; `written`
+    maps the outputs being (re)written to the digest of their new text. Outputs
+    not written keep their record, with the digests they were made from.
+    """
+    inputs = {name: digest for made_from in current.values() for name, digest in made_from.items()}
+    outputs = {}
+    for output, made_from in current.items():
+        if output in written:
+            outputs[output] = Entry(written[output], tuple(sorted(made_from)))
+        elif old is not None and output in old.outputs:
+            entry = old.outputs[output]
+            recorded = old.made_from(entry)
+            pinned = tuple(sorted((n, d) for n, d in recorded.items() if d is not None and inputs.get(n) != d))
+            outputs[output] = Entry(entry.digest, entry.inputs, pinned)
+    return Manifest(inputs, outputs)
+
+
+def pending(manifest: Manifest, replaced: dict[str, str]) -> Manifest:
+    """The manifest written before the outputs: it also knows each replaced file's old digest.
+
+    A run killed while writing outputs then leaves each file either new (its
+    digest is the recorded one: fresh) or old (its digest is `previous`: stale,
+    not edited by hand).
+    """
+    outputs = {
+        output: Entry(entry.digest, entry.inputs, entry.pinned, replaced.get(output))
+        for output, entry in manifest.outputs.items()
+    }
+    return Manifest(manifest.inputs, outputs)

@@ -1,0 +1,118 @@
+"""How `diff` prints its per-backend results: text for a terminal, Markdown for a pull request, JSON for tools.
+
+Every format lists every change: added and removed backends with all their
+patterns, dtype configs changed under the same name (once, by field), and each
+pattern's spec line where the expansion knows it. The JSON schema is documented
+in README.md ("diff --format json").
+"""
+
+from __future__ import annotations
+
+import json
+
+from generator.compare import BackendDiff, FieldChange, PatternChange
+
+FORMATS = ("text", "markdown", "json")
+
+
+def render(fmt: str, results: list[BackendDiff], old: str, new: str) -> str:
+    return {"text": text, "markdown": markdown, "json": as_json}[fmt](results, old, new)
+
+
+def text(results: list[BackendDiff], old: str, new: str) -> str:
+    lines = [line for result in results for line in result.lines(old, new)]
+    if not lines:
+        lines = [f"no differences in {_backends(len(results))} ({old} -> {new})"]
+    return "\n".join(lines) + "\n"
+
+
+def count_line(result: BackendDiff) -> str:
+    """`+2 patterns, -0, 1 changed` (moves count as changes), then changed dtype configs if any."""
+    added = result.count("added")
+    line = f"+{added} pattern{'' if added == 1 else 's'}, -{result.count('removed')}, "
+    line += f"{result.count('changed', 'moved')} changed"
+    if result.dtype_configs:
+        line += f", {len(result.dtype_configs)} dtype config{'' if len(result.dtype_configs) == 1 else 's'} changed"
+    return line
+
+
+def markdown(results: list[BackendDiff], old: str, new: str) -> str:
+    different = [r for r in results if r.status != "same"]
+    lines = [f"## Backend config diff: `{old}` → `{new}`", ""]
+    if not different:
+        return "\n".join([*lines, f"No differences in {_backends(len(results))}.", ""])
+    lines += [f"{len(different)} of {_backends(len(results))} changed.", ""]
+    for result in different:
+        status = {"added": f" (new: not in `{old}`)", "removed": f" (removed: not in `{new}`)"}.get(result.status, "")
+        lines += [f"### {result.backend}{status}", "", count_line(result), ""]
+        if result.name is not None:
+            lines.append(f"- name: `{result.name.old}` → `{result.name.new}`")
+        for dtype_config in result.dtype_configs:
+            lines.append(f"- dtype config `{dtype_config.name}`:")
+            lines += [f"  - {_markdown_field(f)}" for f in dtype_config.fields]
+        lines += [_markdown_pattern(change) for change in result.patterns]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _markdown_pattern(change: PatternChange) -> str:
+    at = f" (`{change.location}`)" if change.location else ""
+    head = f"- {change.change} `{change.pattern}`"
+    if change.change in ("added", "removed"):
+        dtype_configs = ", ".join(f"`{name}`" for name in change.dtype_configs)
+        return f"{head}{at}" + (f": dtype configs {dtype_configs}" if dtype_configs else "")
+    return f"{head}{at}: " + "; ".join(_markdown_field(f) for f in change.fields)
+
+
+def _markdown_field(change: FieldChange) -> str:
+    if change.field == "dtype_configs":
+        return f"dtype_configs: − `{change.old}`" if change.old else f"dtype_configs: + `{change.new}`"
+    if change.field == "position":
+        return f"moved from position {change.old} to {change.new}"
+    return f"{change.field}: `{change.old}` → `{change.new}`"
+
+
+def as_json(results: list[BackendDiff], old: str, new: str) -> str:
+    document = {
+        "old": old,
+        "new": new,
+        "different": any(r.status != "same" for r in results),
+        "backends": [_backend_json(r) for r in results],
+    }
+    return json.dumps(document, indent=1) + "\n"
+
+
+def _backend_json(result: BackendDiff) -> dict:
+    return {
+        "backend": result.backend,
+        "status": result.status,
+        "counts": {
+            "added": result.count("added"),
+            "removed": result.count("removed"),
+            "changed": result.count("changed", "moved"),
+            "dtype_configs_changed": len(result.dtype_configs),
+        },
+        "name": _field_json(result.name) if result.name else None,
+        "dtype_configs": [
+            {"name": d.name, "fields": [_field_json(f) for f in d.fields]} for d in result.dtype_configs
+        ],
+        "patterns": [
+            {
+                "change": p.change,
+                "pattern": p.pattern,
+                "position": p.position,
+                "location": p.location,
+                "dtype_configs": list(p.dtype_configs),
+                "fields": [_field_json(f) for f in p.fields],
+            }
+            for p in result.patterns
+        ],
+    }
+
+
+def _field_json(change: FieldChange) -> dict:
+    return {"field": change.field, "old": change.old or None, "new": change.new or None}
+
+
+def _backends(count: int) -> str:
+    return f"{count} backend{'' if count == 1 else 's'}"

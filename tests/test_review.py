@@ -1,0 +1,214 @@
+"""`diff` as a reviewer uses it, in a temporary git repository with two commits.
+
+The change under review: one op added to an op group in spec/_common.py, a
+constraint changed inside a named dtype config of a backend the test adds
+(`acme`, whose BackendConfig name is not its label), and a new backend
+(`acme_new`).
+"""
+
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from generator import cli
+from tests.conftest import copy_project
+
+GIT = shutil.which("git")
+
+ACME = '''"""A test backend whose BackendConfig name is not a plain identifier."""
+
+from generator.dsl import Backend, DTypeConfig, DTypeWithConstraints, Module, config, nn, torch
+
+acme_weight = DTypeWithConstraints(dtype=torch.qint8, scale_min_lower_bound=SCALE)
+acme_weighted_dtype_config = DTypeConfig(
+    input_dtype=torch.quint8, output_dtype=torch.quint8, weight_dtype=acme_weight, bias_dtype=torch.float
+)
+
+MODULE = Module(
+    doc="Acme.",
+    backends=[
+        Backend(
+            name="Acme NPU (v2)",
+            builder="get_acme_npu_backend_config",
+            doc="Acme NPU.",
+            configs=[
+                config(nn.Conv2d, [acme_weighted_dtype_config], section="conv2d"),
+                config(nn.Linear, [acme_weighted_dtype_config], section="linear"),
+                config(nn.Conv1d, [acme_weighted_dtype_config], section="conv1d"),
+            ],
+        )
+    ],
+)
+'''
+NEW_BACKEND = '''"""A backend added by the change under review."""
+
+from generator.dsl import Backend, DTypeConfig, Module, config, nn, torch
+
+acme_new_dtype_config = DTypeConfig(input_dtype=torch.quint8, output_dtype=torch.quint8)
+
+MODULE = Module(
+    doc="Acme new.",
+    backends=[
+        Backend(
+            name="acme_new",
+            builder="get_acme_new_backend_config",
+            doc="Acme new.",
+            configs=[
+                config(nn.ReLU, [acme_new_dtype_config], section="relu"),
+                config(nn.Hardtanh, [acme_new_dtype_config], section="hardtanh"),
+            ],
+        )
+    ],
+)
+'''
+
+
+def git(project, *args) -> str:
+    done = subprocess.run([GIT, "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          check=True, capture_output=True, text=True)  # fmt: skip
+    return done.stdout
+
+
+def line_of(path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    project = copy_project(tmp_path_factory.mktemp("review") / "project")
+    (project / ".gitignore").write_text(".cache/\n")
+    (project / "spec" / "acme.py").write_text(ACME.replace("SCALE", "0.001"))
+    assert cli.main(["--root", str(project), "regenerate"]) == 0
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "base")
+    (project / "spec" / "acme.py").write_text(ACME.replace("SCALE", "0.01"))
+    (project / "spec" / "acme_new.py").write_text(NEW_BACKEND)
+    common = project / "spec" / "_common.py"
+    common.write_text(common.read_text().replace("    nn.ELU, nn.LeakyReLU,", "    nn.ELU, nn.SiLU, nn.LeakyReLU,", 1))
+    assert cli.main(["--root", str(project), "regenerate"]) == 0
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "change")
+    return project
+
+
+def run(capsys, project, *args):
+    capsys.readouterr()
+    code = cli.main(["--root", str(project), "diff", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_two_revisions_show_the_whole_change_and_nothing_else(repo, capsys):
+    code, out, err = run(capsys, repo, "--rev", "HEAD~1..HEAD")
+    assert code == 1, err
+    lines = out.splitlines()
+    field = "acme_npu: dtype config acme_weighted_dtype_config: weight_dtype.scale_min_lower_bound: 0.001 -> 0.01"
+    assert lines.count(field) == 1
+    assert not [line for line in lines if "dtype_configs:" in line]  # no per-pattern -/+ of the same name
+    new_spec = repo / "spec" / "acme_new.py"
+    assert "acme_new: + backend (not in HEAD~1), 2 patterns" in lines
+    assert f"acme_new: + pattern nn.ReLU  (spec/acme_new.py:{line_of(new_spec, 'config(nn.ReLU')})" in lines
+    assert f"acme_new: + pattern nn.Hardtanh  (spec/acme_new.py:{line_of(new_spec, 'config(nn.Hardtanh')})" in lines
+    silu = [line for line in lines if "nn.SiLU" in line]
+    assert silu and all(re.fullmatch(r"\w+: \+ pattern nn.SiLU  \(spec/_common.py:\d+\)", line) for line in silu)
+    spec_line = int(silu[0].rsplit(":", 1)[1].rstrip(")"))
+    assert "DEFAULT_OPS" in (repo / "spec" / "_common.py").read_text().splitlines()[spec_line - 1]
+    explained = {field, *silu} | {line for line in lines if line.startswith("acme_new: ")}
+    assert set(lines) == explained  # nothing else: no header churn, no invented changes
+
+
+def test_one_revision_is_compared_with_the_working_tree_and_plain_diff_with_head(repo, capsys):
+    assert run(capsys, repo, "--rev", "HEAD~1") == run(capsys, repo, "--rev", "HEAD~1..HEAD")
+    code, out, _ = run(capsys, repo)
+    assert code == 0 and out.startswith("no differences in ") and out.endswith("(HEAD -> working tree)\n")
+
+
+def test_a_removed_backend_lists_its_patterns_with_their_old_spec_lines(repo, capsys):
+    code, out, _ = run(capsys, repo, "--rev", "HEAD..HEAD~1", "acme_new")
+    assert code == 1
+    assert out.splitlines() == [
+        "acme_new: - backend (not in HEAD~1), 2 patterns",
+        "acme_new: - pattern nn.ReLU  (spec/acme_new.py:15)",
+        "acme_new: - pattern nn.Hardtanh  (spec/acme_new.py:16)",
+    ]
+
+
+def test_each_name_of_a_backend_selects_it_and_the_label_is_shown(repo, capsys):
+    outputs = [run(capsys, repo, "--rev", "HEAD~1..HEAD", name) for name in ("acme_npu", "Acme NPU (v2)", "acme")]
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert outputs[0][1].startswith("acme_npu: dtype config")
+    code, _, err = run(capsys, repo, "--rev", "HEAD~1..HEAD", "acme_np")
+    assert code == 2 and err.startswith("error: unknown backend(s) acme_np; choose from ") and "acme_npu" in err
+
+
+def test_markdown_has_a_section_and_a_count_line_per_changed_backend(repo, capsys):
+    code, out, _ = run(capsys, repo, "--rev", "HEAD~1..HEAD", "--format", "markdown", "acme_npu", "acme_new")
+    assert code == 1
+    sections = re.split(r"^### ", out, flags=re.MULTILINE)[1:]
+    assert [s.splitlines()[0] for s in sections] == ["acme_new (new: not in `HEAD~1`)", "acme_npu"]
+    assert sections[0].splitlines()[2] == "+2 patterns, -0, 0 changed"
+    assert sections[1].splitlines()[2] == "+0 patterns, -0, 0 changed, 1 dtype config changed"
+    assert "  - weight_dtype.scale_min_lower_bound: `0.001` → `0.01`" in sections[1]
+
+
+def test_json_follows_the_documented_schema(repo, capsys):
+    code, out, _ = run(capsys, repo, "--rev", "HEAD~1..HEAD", "--format", "json")
+    assert code == 1
+    document = json.loads(out)
+    assert (document["old"], document["new"], document["different"]) == ("HEAD~1", "HEAD", True)
+    by_name = {b["backend"]: b for b in document["backends"]}
+    new = by_name["acme_new"]
+    assert new["status"] == "added" and new["counts"] == {
+        "added": 2, "removed": 0, "changed": 0, "dtype_configs_changed": 0
+    }  # fmt: skip
+    assert [(p["change"], p["pattern"], p["location"]) for p in new["patterns"]] == [
+        ("added", "nn.ReLU", "spec/acme_new.py:15"), ("added", "nn.Hardtanh", "spec/acme_new.py:16")
+    ]  # fmt: skip
+    assert by_name["acme_npu"]["dtype_configs"] == [{
+        "name": "acme_weighted_dtype_config",
+        "fields": [{"field": "weight_dtype.scale_min_lower_bound", "old": "0.001", "new": "0.01"}],
+    }]  # fmt: skip
+    assert {b["status"] for b in document["backends"]} <= {"same", "changed", "added", "removed"}
+
+
+def test_a_stale_tree_is_said_first_with_the_fix(repo, capsys):
+    spec = repo / "spec" / "acme.py"
+    original = spec.read_text()
+    try:
+        spec.write_text(original.replace("0.01", "0.1"))
+        for args in ((), ("--rev", "HEAD~1"), ("--format", "json")):
+            code, out, _ = run(capsys, repo, *args)
+            assert code == 1
+            assert out.splitlines()[0].startswith("generated/ is out of date with spec/")
+            assert "generated/acme.py: stale: spec/acme.py changed" in out
+            assert out.splitlines()[-1] == "fix: python -m generator regenerate"
+            assert "no differences" not in out
+    finally:
+        spec.write_text(original)
+
+
+def test_nothing_to_compare_is_one_line_and_exit_2(repo, capsys, tmp_path):
+    def one_error_line(*args, root=repo):
+        code, out, err = run(capsys, root, *args)
+        assert (code, out) == (2, "") and len(err.splitlines()) == 1 and err.startswith("error: "), err
+        return err
+
+    assert "not a generator project" in one_error_line(root=tmp_path)
+    assert "not a revision" in one_error_line("--rev", "no-such-revision")
+    bare = tmp_path / "bare"
+    shutil.copytree(repo / "spec", bare / "spec")
+    git(bare, "init", "-q")
+    git(bare, "add", "-A")
+    git(bare, "commit", "-qm", "spec only")
+    assert "HEAD has no generated modules" in one_error_line("--rev", "HEAD..HEAD", root=bare)
+    module = repo / "generated" / "acme.py"
+    text = module.read_text()
+    try:
+        module.unlink()
+        assert "generated/acme.py" in one_error_line("--rev", "HEAD", "acme_npu")
+    finally:
+        module.write_text(text)
