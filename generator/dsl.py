@@ -169,9 +169,10 @@ def describe(value) -> str:
         return "a config(...)"
     if isinstance(value, model.FunctionDef):
         return f"the function {value.name}"
-    if isinstance(value, (list, tuple)):
-        kind = "list" if isinstance(value, list) else "tuple"
-        return f"a {kind} [{', '.join(describe(v) for v in value)}]"
+    if isinstance(value, list):
+        return f"[{', '.join(describe(v) for v in value)}]"
+    if isinstance(value, tuple):
+        return f"({', '.join(describe(v) for v in value)})"
     if isinstance(value, dict):
         return "a dict"
     return repr(value)
@@ -261,10 +262,8 @@ class _ObservationTypes:
 
     def __getattr__(self, name: str) -> str:
         if name not in model.OBSERVATION_TYPES:
-            raise SpecFieldError(
-                f"unknown observation type ObservationType.{name}{_suggest(name, model.OBSERVATION_TYPES)}",
-                spec_location(),
-            )
+            hint = _suggest(name, model.OBSERVATION_TYPES).replace("(did you mean ", "(did you mean ObservationType.")
+            raise SpecFieldError(f"unknown observation type ObservationType.{name}{hint}", spec_location())
         return name
 
 
@@ -281,12 +280,11 @@ def _observation_type(value, what: str, where) -> str:
     if isinstance(value, str) and value in model.OBSERVATION_TYPES:
         return value
     hint = _suggest(value, model.OBSERVATION_TYPES) if isinstance(value, str) else ""
-    hint = hint.replace("(did you mean ", "(did you mean ObservationType.")
-    raise SpecFieldError(
-        f"{what} must be ObservationType.{', ObservationType.'.join(model.OBSERVATION_TYPES)}, "
-        f"not {describe(value)}{hint}",
-        blame(where),
-    )
+    if hint:
+        hint = hint.replace("(did you mean ", "(did you mean ObservationType.")
+    else:
+        hint = f" (it is one of ObservationType.{', ObservationType.'.join(model.OBSERVATION_TYPES)})"
+    raise SpecFieldError(f"{what} {describe(value)} is not an ObservationType{hint}", blame(where))
 
 
 def to_pattern(value, what: str = "pattern", nested: bool = False) -> model.Pattern:
@@ -304,8 +302,8 @@ def to_pattern(value, what: str = "pattern", nested: bool = False) -> model.Patt
         return value  # e.g. the index in (operator.getitem, max_pool2d_with_indices, 0)
     if isinstance(value, tuple) and not complex_format and nested:
         raise SpecFieldError(
-            f"pattern {describe(value)} is nested inside another tuple; a pattern is one op or a tuple "
-            "of 2 or 3 ops (write nested patterns as pattern_complex_format=)",
+            f"pattern element {describe(value)} is a tuple inside the pattern's tuple; a pattern is one op "
+            "or a tuple of 2 or 3 ops (write nested patterns as pattern_complex_format=)",
             blame(value),
         )
     if isinstance(value, tuple) and (len(value) in (2, 3) or (complex_format and len(value) >= 2)):
@@ -513,7 +511,8 @@ def _input_type_to_index(value) -> tuple[tuple[str, int], ...]:
         raise SpecFieldError(message, blame(value))
     for input_type, index in value.items():
         if input_type not in INPUT_TYPES:
-            hint = _suggest(input_type, INPUT_TYPES) if isinstance(input_type, str) else ""
+            close = difflib.get_close_matches(input_type, INPUT_TYPES, n=1) if isinstance(input_type, str) else []
+            hint = f' (did you mean "{close[0]}"?)' if close else ""
             message = f'{what}: the keys are "input", "weight" and "bias", not {input_type!r}{hint}'
             raise SpecFieldError(message, blame(value))
         if not isinstance(index, int) or isinstance(index, bool) or index < 0:

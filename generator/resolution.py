@@ -35,7 +35,7 @@ ROLE_NEEDS = {
     "pattern": ("callable", "a module, function or operator overload"),
     "dtype": ("dtype", "a torch dtype such as torch.quint8"),
     "module": ("module", "an nn.Module subclass"),
-    "callable": ("function", "a function, not a class"),
+    "callable": ("function", "a function"),
     "any": (None, "an existing name"),
 }
 # What a name is, in the spec's words, most specific first.
