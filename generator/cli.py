@@ -44,6 +44,7 @@ EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.NotAProjectError: ERROR,
     errors.WriteError: ERROR,
     errors.FileAccessError: ERROR,
+    errors.InternalError: ERROR,
     errors.Interrupted: INTERRUPTED,
 }
 INTERRUPTED_MESSAGE = "interrupted; every file is its old or its new version"
@@ -292,6 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:
         where = f"{error.filename}: " if error.filename else ""
         return fail(console, errors.FileAccessError(f"{where}{error.strerror or error}"))
+    except Exception as error:  # a bug: the user still gets one line, a developer can ask for more
+        if os.environ.get("GENERATOR_TRACEBACK"):
+            raise
+        message = f"internal error: {type(error).__name__}: {error} (GENERATOR_TRACEBACK=1 shows where; report it)"
+        return fail(console, errors.InternalError(message))
 
 
 def fail(console: Console, error: errors.GeneratorError) -> int:

@@ -101,3 +101,7 @@ class FileAccessError(GeneratorError):
 
 class Interrupted(GeneratorError):
     """The user pressed Ctrl-C (SIGINT); writing is atomic, so every file is whole."""
+
+
+class InternalError(GeneratorError):
+    """A bug in the generator itself: still one line, with what to report."""
