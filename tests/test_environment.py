@@ -75,11 +75,11 @@ def test_a_wrong_root_before_or_after_the_command_is_one_line(command, where, tm
 
 
 @EVERY_COMMAND
-def test_root_after_the_command_works_like_before_it(command, repo, capsys):
-    before = run(capsys, "--root", str(repo), *command)
-    after = run(capsys, *command, "--root", str(repo))
-    assert before == after
-    assert before[0] == 0, before
+def test_root_after_the_command_works_like_before_it(command, repo, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # not a project: only --root can point the command at one
+    code, out, err = run(capsys, *command, "--root", str(repo))
+    assert (code, err) == (0, "")  # every other test here gives --root before the command
+    assert out.endswith(("up to date\n", "no differences\n", f"unchanged {planning.MATRIX_OUTPUT}\n"))
 
 
 @EVERY_COMMAND
@@ -95,10 +95,10 @@ def test_a_target_that_cannot_be_written_or_read_is_one_line_naming_it(command, 
         assert code == 2 and len(err.splitlines()) == 1 and str(blocked.relative_to(repo)) in err, err
 
 
-@pytest.mark.parametrize("command", [["regenerate", "--force"], ["matrix", "--force"]], ids=["regenerate", "matrix"])
+@pytest.mark.parametrize("command", [["regenerate"], ["matrix"]], ids=["regenerate", "matrix"])
 def test_an_unwritable_folder_is_one_line_naming_the_file_and_files_stay_whole(command, project, capsys, monkeypatch):
     spec = project / "spec" / "x86.py"
-    spec.write_text(spec.read_text() + "# touched: every target is out of date\n")
+    spec.write_text(spec.read_text() + "# touched: x86 and the matrix are out of date\n")
     before = snapshot(project)
     real_open = os.open
 
