@@ -78,7 +78,7 @@ _IMPORTED = {"BackendConfig", "BackendPatternConfig", "DTypeConfig", "DTypeWithC
 def _check_builder_names(module: ExpandedModule) -> None:
     """A builder that shares a name with another definition silently replaces it in the module."""
     defined = dict.fromkeys(_IMPORTED | set(MODULE_ALIASES.values()), "a module name this module imports")
-    for ref in torch_refs([b.backend.configs for b in module.backends] + list(module.functions)):
+    for ref in _refs_by_field(module):
         imported, rest, by_name = _import_of(ref)
         if by_name:
             defined[rest.split(".")[0]] = f"the name this module imports from {imported}"
@@ -193,6 +193,23 @@ def _add_unique(found: dict, name: str, value, kind: str) -> None:
             f"two different {kind}s are named {name!r} (the other one is at {existing.location})",
             value.location,
         )
+
+
+_REF_FIELDS = (
+    "pattern", "pattern_complex_format", "root_module", "qat_module", "reference_quantized_module",
+    "fused_module", "fuser_method", "root_node_getter", "extra_inputs_getter",
+)  # fmt: skip
+
+
+def _refs_by_field(module: ExpandedModule):
+    """The torch names of patterns, modules and callables (dtypes are never imported by name)."""
+    for expanded in module.backends:
+        for config in expanded.backend.configs:
+            for name in _REF_FIELDS:
+                value = getattr(config, name)
+                if value is not None:
+                    yield from torch_refs(value)
+    yield from torch_refs(module.functions)
 
 
 def _import_of(ref: TorchRef) -> tuple[str, str, bool]:
