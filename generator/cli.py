@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import json
 import os
 import sys
@@ -22,6 +23,8 @@ from pathlib import Path
 from generator import digests, errors, manifest, planning, writing
 
 OK, DIFFERENT, ERROR = 0, 1, 2
+INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+CLOSED_OUTPUT = 141  # 128 + SIGPIPE, what `yes | head -1` reports for `yes`
 EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.SpecSyntaxError: ERROR,
     errors.SpecExecutionError: ERROR,
@@ -30,9 +33,12 @@ EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.UnknownTorchNameError: ERROR,
     errors.TorchKindError: ERROR,
     errors.DuplicateOutputError: ERROR,
+    errors.DuplicateBackendError: ERROR,
+    errors.NameClashError: ERROR,
     errors.EmptyBackendError: ERROR,
     errors.TemplateRenderError: ERROR,
     errors.FormattingError: ERROR,
+    errors.OutputCheckError: ERROR,
     errors.LintError: ERROR,
     errors.GitError: ERROR,
     errors.BuilderImportError: ERROR,
@@ -43,7 +49,13 @@ EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.ImportNameError: ERROR,
     errors.UnknownBackendError: ERROR,
     errors.NothingToCompareError: ERROR,
+    errors.NotAProjectError: ERROR,
+    errors.WriteError: ERROR,
+    errors.FileAccessError: ERROR,
+    errors.InternalError: ERROR,
+    errors.Interrupted: INTERRUPTED,
 }
+INTERRUPTED_MESSAGE = "interrupted; every file is its old or its new version"
 FIX_COMMAND = "python -m generator regenerate"
 
 
@@ -83,7 +95,7 @@ def lint_findings(root: Path, targets, modules) -> list[str]:
         for old in cache_file.parent.glob("lint-*.json"):
             old.unlink(missing_ok=True)
         writing.write_if_changed(cache_file, json.dumps(findings, indent=1))
-    except OSError:
+    except (OSError, errors.WriteError):
         pass  # a read-only checkout only loses the speed-up: the findings were computed
     return findings
 
@@ -246,8 +258,6 @@ def cmd_diff(args, console: Console) -> int:
     from generator import review_formats, reviewing
 
     root = args.root
-    if not (root / "spec").is_dir():
-        raise errors.NothingToCompareError(f"nothing to compare: {root} is not a generator project (no spec/ folder)")
     if args.against_torch:
         if _stale_notice(root, console):
             return DIFFERENT
@@ -304,27 +314,44 @@ def cmd_import(args, console: Console) -> int:
     return OK
 
 
+def positive_int(text: str) -> int:
+    """argparse type for counts such as --jobs: a usage error unless 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not 1 or more")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
+    root_help = "project root, the folder holding spec/ (default: current directory)"
     parser = argparse.ArgumentParser(
         prog="python -m generator",
         description="Expand spec/ into flat, explicit BackendConfig modules in generated/.",
     )
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="project root (default: current directory)")
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help=root_help)
+    # --root is accepted after the command too; SUPPRESS keeps an absent one from
+    # overwriting the value given before the command.
+    after = argparse.ArgumentParser(add_help=False)
+    after.add_argument("--root", type=Path, default=argparse.SUPPRESS, help=root_help)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    regenerate = commands.add_parser(
+    add_command = functools.partial(commands.add_parser, parents=[after])
+    regenerate = add_command(
         "regenerate", help=f"write generated/ and {planning.MATRIX_OUTPUT} from spec/ (only what changed)"
     )
     regenerate.add_argument("--force", action="store_true", help="re-render every module, even unchanged ones")
-    check = commands.add_parser("check", help="exit 1 if a generated file is stale, missing or hand-edited")
+    check = add_command("check", help="exit 1 if a generated file is stale, missing or hand-edited")
     check.add_argument("--full", action="store_true", help="re-render everything and compare bytes")
     for command in (regenerate, check):
         command.add_argument("--strict", action="store_true", help="treat lint warnings as errors")
-        command.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes for black")
-    matrix = commands.add_parser("matrix", help=f"write {planning.MATRIX_OUTPUT}: patterns x backends -> dtype configs")
+        command.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="processes for black")
+    matrix = add_command("matrix", help=f"write {planning.MATRIX_OUTPUT}: patterns x backends -> dtype configs")
     matrix.add_argument("--force", action="store_true", help="re-render even when it is up to date")
     matrix.add_argument("--stdout", action="store_true", help="print the matrix instead of writing it")
     matrix.set_defaults(handler=cmd_matrix)
-    diff = commands.add_parser(
+    diff = add_command(
         "diff", help="per-pattern semantic diff of generated/: working tree vs HEAD, revisions, or against torch"
     )
     side = diff.add_mutually_exclusive_group()
@@ -338,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
         "backends", nargs="*", metavar="BACKEND", help="backend or module names, e.g. fbgemm onednn (default: all)"
     )
     diff.set_defaults(handler=cmd_diff)
-    importer = commands.add_parser("import", help="write spec/<name>.py from an existing builder MODULE:FUNCTION")
+    importer = add_command("import", help="write spec/<name>.py from an existing builder MODULE:FUNCTION")
     importer.add_argument("target", metavar="MODULE:FUNCTION", help="e.g. my_backend.config:get_my_backend_config")
     importer.add_argument("--name", help="spec file name (default: FUNCTION without get_ and _backend_config)")
     importer.add_argument("--force", action="store_true", help="overwrite an existing spec file")
@@ -348,14 +375,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def require_project(root: Path) -> None:
+    """Refuse to run anywhere but a project root, before anything is read or written."""
+    if not (root / "spec").is_dir():
+        raise errors.NotAProjectError(
+            f"{root} is not a project root: it has no spec/ folder; run in the project's folder or pass --root DIR"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; every failure is one line on stderr and an exit code, never a traceback."""
     # torch warns on import when NumPy is absent; nothing here needs NumPy.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-    args = build_parser().parse_args(argv)
-    args.root = args.root.resolve()
     console = Console()
     try:
-        return args.handler(args, console)
+        args = build_parser().parse_args(argv)
+        args.root = args.root.resolve()
+        require_project(args.root)
+        code = args.handler(args, console)
+        console.out.flush()  # a closed stdout fails here, not at interpreter exit
+        return code
     except errors.GeneratorError as error:
-        console.error(str(error))
-        return EXIT_CODES[type(error)]
+        return fail(console, error)
+    except KeyboardInterrupt:
+        return fail(console, errors.Interrupted(INTERRUPTED_MESSAGE))
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) has all it wanted: exit quietly, and keep Python
+        # from reporting the failed flush of stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return CLOSED_OUTPUT
+    except OSError as error:
+        where = f"{error.filename}: " if error.filename else ""
+        return fail(console, errors.FileAccessError(f"{where}{error.strerror or error}"))
+    except Exception as error:  # a bug: the user still gets one line, a developer can ask for more
+        if os.environ.get("GENERATOR_TRACEBACK"):
+            raise
+        message = f"internal error: {type(error).__name__}: {error} (GENERATOR_TRACEBACK=1 shows where; report it)"
+        return fail(console, errors.InternalError(message))
+
+
+def fail(console: Console, error: errors.GeneratorError) -> int:
+    console.error(str(error))
+    return EXIT_CODES[type(error)]

@@ -13,7 +13,9 @@ from __future__ import annotations
 import ast
 import difflib
 import functools
+import inspect
 import itertools
+import keyword
 import re
 import sys
 from dataclasses import fields
@@ -21,7 +23,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from generator import model
-from generator.errors import EmptyAxisError, SpecFieldError
+from generator.errors import EmptyAxisError, GeneratorError, SpecFieldError
 from generator.model import SourceLocation
 
 __all__ = [
@@ -76,6 +78,142 @@ def _spec_relative(filename: str, root: Path) -> str | None:
     if not filename.startswith(str(root / "spec")):
         return None
     return str(Path(filename).relative_to(root))
+
+
+def blame(value) -> SourceLocation | None:
+    """The spec line where a wrong `value` was written, not where a shared helper consumes it.
+
+    Walking out from the innermost spec frame, a frame that received the value as an
+    argument only passed it on, so the blame moves to its caller. In the frame that
+    did not receive it, a variable holding it points at the assignment that wrote it
+    (e.g. `default = x86_dtype_config` in the backend's own spec file).
+    """
+    if _project_root is None:
+        return None
+    frames = []
+    frame = sys._getframe(1)
+    while frame is not None:
+        relative = _spec_relative(frame.f_code.co_filename, _project_root)
+        # Comprehensions are frames of their own; they only pass values through.
+        comprehension = frame.f_code.co_name.startswith("<") and frame.f_code.co_name != "<module>"
+        if relative is not None and not comprehension:
+            frames.append((frame, relative))
+        frame = frame.f_back
+    for frame, relative in frames:
+        if not _received(frame, value):
+            return SourceLocation(relative, _assignment_line(frame, value) or frame.f_lineno)
+    return SourceLocation(frames[-1][1], frames[-1][0].f_lineno) if frames else None
+
+
+def _arguments(frame) -> list:
+    code = frame.f_code
+    count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
+    return [frame.f_locals[name] for name in code.co_varnames[:count] if name in frame.f_locals]
+
+
+def _holds(container, value) -> bool:
+    if container is value:
+        return True
+    if isinstance(container, dict):
+        return any(_holds(v, value) for v in container.values())
+    if isinstance(container, (list, tuple)):
+        return any(_holds(item, value) for item in container)
+    return False
+
+
+def _received(frame, value) -> bool:
+    if frame.f_code.co_name == "<module>":
+        return False
+    return any(_holds(argument, value) for argument in _arguments(frame))
+
+
+def _assignment_line(frame, value) -> int | None:
+    """The latest line before this point that assigns a variable holding `value`."""
+    module_level = frame.f_code.co_name == "<module>"
+    names = {n for n, v in frame.f_locals.items() if _holds(v, value)}
+    if not module_level:
+        names |= {n for n, v in frame.f_globals.items() if not n.startswith("__") and _holds(v, value)}
+    lines = [
+        line
+        for line, name in _name_assignments(frame.f_code.co_filename)
+        if name in names and (line <= frame.f_lineno or not module_level)
+    ]
+    return max(lines) if lines else None
+
+
+@functools.cache
+def _name_assignments(filename: str) -> tuple[tuple[int, str], ...]:
+    """(line, name) of every `name = ...` in a spec file."""
+    tree = ast.parse(Path(filename).read_text(), filename)
+    return tuple(
+        (node.lineno, target.id)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    )
+
+
+def describe(value) -> str:
+    """A spec value in the spec's own words, for error messages."""
+    if isinstance(value, Ref):
+        return _spelling(value._path)
+    if isinstance(value, model.TorchRef):
+        return _spelling(value.path)
+    if isinstance(value, model.DTypeConfig):
+        return f"the dtype config {value.name}"
+    if isinstance(value, model.DTypeWithConstraints):
+        return f"the DTypeWithConstraints {value.name}"
+    if isinstance(value, model.FixedQParams):
+        return f"the dtype config {value.base.name}"
+    if isinstance(value, model.PatternConfig):
+        return "a config(...)"
+    if isinstance(value, model.FunctionDef):
+        return f"the function {value.name}"
+    if isinstance(value, list):
+        return f"[{', '.join(describe(v) for v in value)}]"
+    if isinstance(value, tuple):
+        return f"({', '.join(describe(v) for v in value)})"
+    if isinstance(value, dict):
+        return "a dict"
+    return repr(value)
+
+
+def _spelling(path: str) -> str:
+    from generator.source_spelling import ref_source
+
+    try:
+        return ref_source(model.TorchRef(path))
+    except GeneratorError:
+        return path
+
+
+def spec_function(function):
+    """Checks a spec function's arguments before it runs: a misspelt keyword gets a "did you mean"."""
+    signature = inspect.signature(function)
+    keywords = [n for n, p in signature.parameters.items() if p.kind is not p.VAR_KEYWORD]
+
+    @functools.wraps(function)
+    def checked(*args, **kwargs):
+        has_var_keyword = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+        for key in kwargs:
+            if key not in keywords and not has_var_keyword:
+                raise SpecFieldError(
+                    f"{function.__name__}() has no argument {key}={_suggest_keyword(key, keywords)}",
+                    spec_location(),
+                )
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as error:
+            raise SpecFieldError(f"{function.__name__}(): {error}", spec_location()) from None
+        return function(*args, **kwargs)
+
+    return checked
+
+
+def _suggest_keyword(key: str, keywords) -> str:
+    close = difflib.get_close_matches(key, list(keywords), n=1)
+    return f" (did you mean {close[0]}=?)" if close else f" (it takes {', '.join(keywords)})"
 
 
 # ---------------------------------------------------------------------------
@@ -138,10 +276,8 @@ class _ObservationTypes:
 
     def __getattr__(self, name: str) -> str:
         if name not in model.OBSERVATION_TYPES:
-            raise SpecFieldError(
-                f"unknown observation type ObservationType.{name}{_suggest(name, model.OBSERVATION_TYPES)}",
-                spec_location(),
-            )
+            hint = _suggest(name, model.OBSERVATION_TYPES).replace("(did you mean ", "(did you mean ObservationType.")
+            raise SpecFieldError(f"unknown observation type ObservationType.{name}{hint}", spec_location())
         return name
 
 
@@ -153,29 +289,54 @@ def _suggest(name: str, choices) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-def to_pattern(value, what: str = "pattern") -> model.Pattern:
-    """Turn a spec pattern (Refs, method-name strings, tuples) into a model pattern."""
+def _observation_type(value, what: str, where) -> str:
+    """An ObservationType.X value (the spec gets its member's name as a string)."""
+    if isinstance(value, str) and value in model.OBSERVATION_TYPES:
+        return value
+    hint = _suggest(value, model.OBSERVATION_TYPES) if isinstance(value, str) else ""
+    if hint:
+        hint = hint.replace("(did you mean ", "(did you mean ObservationType.")
+    else:
+        hint = f" (it is one of ObservationType.{', ObservationType.'.join(model.OBSERVATION_TYPES)})"
+    raise SpecFieldError(f"{what} {describe(value)} is not an ObservationType{hint}", blame(where))
+
+
+def to_pattern(value, what: str = "pattern", nested: bool = False) -> model.Pattern:
+    """Turn a spec pattern (Refs, method-name strings, tuples) into a model pattern.
+
+    A simple pattern is one op or a tuple of 2 or 3 ops (torch's fusion patterns);
+    only pattern_complex_format nests tuples.
+    """
+    complex_format = what == "pattern_complex_format"
     if isinstance(value, Ref):
         return value.to_model()
     if isinstance(value, str):
         return value
-    if isinstance(value, int) and not isinstance(value, bool) and what == "pattern_complex_format":
+    if isinstance(value, int) and not isinstance(value, bool) and complex_format:
         return value  # e.g. the index in (operator.getitem, max_pool2d_with_indices, 0)
-    if isinstance(value, tuple) and len(value) >= 2:
-        return tuple(to_pattern(element, what) for element in value)
+    if isinstance(value, tuple) and not complex_format and nested:
+        raise SpecFieldError(
+            f"pattern element {describe(value)} is a tuple inside the pattern's tuple; a pattern is one op "
+            "or a tuple of 2 or 3 ops (write nested patterns as pattern_complex_format=)",
+            blame(value),
+        )
+    if isinstance(value, tuple) and (len(value) in (2, 3) or (complex_format and len(value) >= 2)):
+        return tuple(to_pattern(element, what, nested=True) for element in value)
+    if isinstance(value, tuple):
+        raise SpecFieldError(f"a {what} tuple holds 2 or 3 ops, not {len(value)}", blame(value))
     raise SpecFieldError(
-        f"{what} must be a torch name, a method-name string or a tuple of 2+ of those, "
-        f"not {value!r}",
-        spec_location(),
+        f"{what} elements must be modules, functions, operator overloads, method-name strings "
+        f"or tuples of those, not {describe(value)}",
+        blame(value),
     )
 
 
-def _to_ref(value, what: str) -> model.TorchRef | None:
+def _to_ref(value, what: str, example: str = "nn.Conv2d") -> model.TorchRef | None:
     if value is None:
         return None
     if isinstance(value, Ref):
         return value.to_model()
-    raise SpecFieldError(f"{what} must be a torch name such as nn.Conv2d, not {value!r}", spec_location())
+    raise SpecFieldError(f"{what} must be a torch name such as {example}, not {describe(value)}", blame(value))
 
 
 # ---------------------------------------------------------------------------
@@ -217,18 +378,32 @@ def _to_dtype(value, what: str, constraints_allowed: bool):
         return value.to_model()
     if constraints_allowed and isinstance(value, model.DTypeWithConstraints):
         return value
-    raise SpecFieldError(f"{what} must be a torch dtype such as torch.quint8, not {value!r}", spec_location())
+    alternative = " or a DTypeWithConstraints" if constraints_allowed else ""
+    raise SpecFieldError(
+        f"{what} must be a torch dtype such as torch.quint8{alternative}, not {describe(value)}", blame(value)
+    )
 
 
+_BOUNDS = [f.name for f in fields(model.DTypeWithConstraints)][2:-1]
+_ORDERED_BOUNDS = (
+    ("quant_min_lower_bound", "quant_max_upper_bound"),
+    ("scale_min_lower_bound", "scale_max_upper_bound"),
+)
+
+
+@spec_function
 def DTypeWithConstraints(dtype=None, **bounds) -> model.DTypeWithConstraints:
     """Like torch's DTypeWithConstraints; assign it to a name to name its constant."""
     location = spec_location()
-    allowed = [f.name for f in fields(model.DTypeWithConstraints)][2:-1]
     for key, value in bounds.items():
-        if key not in allowed:
-            raise SpecFieldError(f"unknown DTypeWithConstraints field {key!r}{_suggest(key, allowed)}", location)
+        if key not in _BOUNDS:
+            hint = _suggest_keyword(key, _BOUNDS)
+            raise SpecFieldError(f"DTypeWithConstraints() has no argument {key}={hint}", location)
         if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise SpecFieldError(f"{key} must be a number, not {value!r}", location)
+            raise SpecFieldError(f"{key} must be a number, not {describe(value)}", location)
+    for low, high in _ORDERED_BOUNDS:
+        if low in bounds and high in bounds and bounds[low] > bounds[high]:
+            raise SpecFieldError(f"{low}={bounds[low]!r} is above {high}={bounds[high]!r}", location)
     return model.DTypeWithConstraints(
         name=_assigned_name("DTypeWithConstraints", location),
         dtype=_to_dtype(dtype, "dtype", constraints_allowed=False),
@@ -237,13 +412,14 @@ def DTypeWithConstraints(dtype=None, **bounds) -> model.DTypeWithConstraints:
     )
 
 
+@spec_function
 def DTypeConfig(
     input_dtype=None, output_dtype=None, weight_dtype=None, bias_dtype=None, is_dynamic=None
 ) -> model.DTypeConfig:
     """Like torch's DTypeConfig; assign it to a name to name its constant."""
     location = spec_location()
     if is_dynamic is not None and not isinstance(is_dynamic, bool):
-        raise SpecFieldError(f"is_dynamic must be True, False or None, not {is_dynamic!r}", location)
+        raise SpecFieldError(f"is_dynamic must be True, False or None, not {describe(is_dynamic)}", location)
     return model.DTypeConfig(
         name=_assigned_name("DTypeConfig", location),
         input_dtype=_to_dtype(input_dtype, "input_dtype", constraints_allowed=True),
@@ -255,15 +431,31 @@ def DTypeConfig(
     )
 
 
+@spec_function
 def fixed_qparams(dtype_configs, constraints, suffix: str) -> list[model.FixedQParams]:
     """The dtype configs torch derives for fixed-qparams ops, named `<base>_<suffix>`."""
-    return [model.FixedQParams(_check_dtype_config(dc), constraints, suffix) for dc in dtype_configs]
+    if not isinstance(constraints, model.DTypeWithConstraints):
+        message = f"constraints must be a DTypeWithConstraints, not {describe(constraints)}"
+        raise SpecFieldError(message, blame(constraints))
+    if not isinstance(suffix, str) or not re.fullmatch(r"\w+", suffix):
+        message = f"suffix must be letters, digits and underscores such as '0to1', not {describe(suffix)}"
+        raise SpecFieldError(message, spec_location())
+    return [model.FixedQParams(dc, constraints, suffix) for dc in _dtype_config_group(dtype_configs)]
 
 
-def _check_dtype_config(value):
-    if isinstance(value, (model.DTypeConfig, model.FixedQParams)):
-        return value
-    raise SpecFieldError(f"dtype_configs must hold DTypeConfig values, not {value!r}", spec_location())
+def _dtype_config_group(value) -> tuple:
+    """A list of dtype configs, as every pattern config takes them."""
+    if not isinstance(value, (list, tuple)):
+        hint = f" (write [{value.name}])" if isinstance(value, model.DTypeConfig) else ""
+        message = f"dtype_configs must be a list of dtype configs, not {describe(value)}{hint}"
+        raise SpecFieldError(message, blame(value))
+    for item in value:
+        if not isinstance(item, (model.DTypeConfig, model.FixedQParams)):
+            raise SpecFieldError(
+                f"dtype_configs must hold dtype configs made with DTypeConfig(...), not {describe(item)}",
+                blame(value),
+            )
+    return tuple(value)
 
 
 # ---------------------------------------------------------------------------
@@ -279,7 +471,11 @@ _OTHER_FIELDS = (
     "input_type_to_index",
     "section",
 )
-CONFIG_FIELDS = _MODULE_FIELDS + _CALLABLE_FIELDS + _OTHER_FIELDS
+# Not torch's: says that this config replaces an earlier one for the same pattern on
+# purpose, and why (the spec lint then stays quiet about it).
+_SPEC_FIELDS = ("overrides",)
+CONFIG_FIELDS = _MODULE_FIELDS + _CALLABLE_FIELDS + _OTHER_FIELDS + _SPEC_FIELDS
+INPUT_TYPES = ("input", "weight", "bias")
 
 
 def config(pattern=None, dtype_configs=None, **settings) -> model.PatternConfig:
@@ -287,35 +483,89 @@ def config(pattern=None, dtype_configs=None, **settings) -> model.PatternConfig:
     location = spec_location()
     for key in settings:
         if key not in CONFIG_FIELDS:
-            raise SpecFieldError(f"unknown pattern config field {key!r}{_suggest(key, CONFIG_FIELDS)}", location)
+            raise SpecFieldError(f"config() has no argument {key}={_suggest_keyword(key, CONFIG_FIELDS)}", location)
     complex_format = settings.pop("pattern_complex_format", None)
     if (pattern is None) == (complex_format is None):
         raise SpecFieldError("a pattern config needs exactly one of pattern and pattern_complex_format", location)
     if dtype_configs is None:
         raise SpecFieldError("a pattern config needs dtype_configs", location)
-    values = {key: _to_ref(settings.pop(key, None), key) for key in _MODULE_FIELDS}
+    values = {key: _to_ref(settings.pop(key, None), key, "nni.ConvReLU2d") for key in _MODULE_FIELDS}
     values.update({key: _to_callable(settings.pop(key, None), key) for key in _CALLABLE_FIELDS})
+    observation_type = settings.pop("observation_type", model.DEFAULT_OBSERVATION_TYPE)
     return model.PatternConfig(
         pattern=None if pattern is None else to_pattern(pattern),
         pattern_complex_format=None if complex_format is None else to_pattern(complex_format, "pattern_complex_format"),
-        dtype_configs=tuple(_check_dtype_config(dc) for dc in dtype_configs),
-        observation_type=settings.pop("observation_type", model.DEFAULT_OBSERVATION_TYPE),
-        num_tensor_args_to_observation_type=tuple(settings.pop("num_tensor_args_to_observation_type", {}).items()),
-        input_type_to_index=tuple(settings.pop("input_type_to_index", {}).items()),
-        section=settings.pop("section", ""),
+        dtype_configs=_dtype_config_group(dtype_configs),
+        observation_type=_observation_type(observation_type, "observation_type", observation_type),
+        num_tensor_args_to_observation_type=_observation_types(settings.pop("num_tensor_args_to_observation_type", {})),
+        input_type_to_index=_input_type_to_index(settings.pop("input_type_to_index", {})),
+        section=_text(settings.pop("section", ""), "section", location),
+        overrides=_reason(settings.pop("overrides", None), location),
         location=location,
         **values,
     )
 
 
+def _observation_types(value) -> tuple[tuple[int, str], ...]:
+    what = "num_tensor_args_to_observation_type"
+    if not isinstance(value, dict):
+        raise SpecFieldError(f"{what} must be a dict {{count: ObservationType.X}}, not {describe(value)}", blame(value))
+    for count, observation_type in value.items():
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            message = f"{what}: the keys are tensor argument counts (0, 1, 2, ...), not {count!r}"
+            raise SpecFieldError(message, blame(value))
+        _observation_type(observation_type, f"{what}[{count}]", value)
+    return tuple(value.items())
+
+
+def _input_type_to_index(value) -> tuple[tuple[str, int], ...]:
+    what = "input_type_to_index"
+    if not isinstance(value, dict):
+        message = f'{what} must be a dict such as {{"weight": 1, "bias": 2}}, not {describe(value)}'
+        raise SpecFieldError(message, blame(value))
+    for input_type, index in value.items():
+        if input_type not in INPUT_TYPES:
+            close = difflib.get_close_matches(input_type, INPUT_TYPES, n=1) if isinstance(input_type, str) else []
+            hint = f' (did you mean "{close[0]}"?)' if close else ""
+            message = f'{what}: the keys are "input", "weight" and "bias", not {input_type!r}{hint}'
+            raise SpecFieldError(message, blame(value))
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise SpecFieldError(
+                f"{what}[{input_type!r}] must be an argument index (0, 1, 2, ...), not {index!r}", blame(value)
+            )
+    return tuple(value.items())
+
+
+def _text(value, what: str, location) -> str:
+    if not isinstance(value, str):
+        raise SpecFieldError(f"{what} must be a string, not {describe(value)}", location)
+    return value
+
+
+def _reason(value, location) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise SpecFieldError(
+            'overrides= takes the reason a reviewer reads, e.g. overrides="torch registers this twice"', location
+        )
+    return value
+
+
 def _to_callable(value, what: str):
     if value is None or isinstance(value, model.FunctionDef):
         return value
-    return _to_ref(value, what)
+    if isinstance(value, Ref):
+        return value.to_model()
+    raise SpecFieldError(
+        f"{what} must be a function: a torch name such as fusers.fuse_conv_bn, sequential(...) or function(...), "
+        f"not {describe(value)}",
+        blame(value),
+    )
 
 
+@spec_function
 def function(template: str, name: str, **params) -> model.FunctionDef:
     """A callable written out from templates/functions/<template>.py.j2 with these params."""
+    _identifier(name, "function name", spec_location())
     converted = tuple((key, _param(value)) for key, value in params.items())
     return model.FunctionDef(name, template, converted, spec_location())
 
@@ -328,9 +578,10 @@ def _param(value):
     return value
 
 
+@spec_function
 def sequential(fused_module: Ref) -> model.FunctionDef:
     """torch's `_sequential_wrapper2(fused)`: a fuser that wraps two modules in `fused`."""
-    ref = _to_ref(fused_module, "fused module")
+    ref = _to_ref(fused_module, "sequential()'s fused module", "nni.ConvReLU2d")
     class_name = ref.path.rsplit(".", 1)[-1]
     return model.FunctionDef(
         f"_fuse_{_snake_case(class_name)}", "sequential", (("fused_module", ref),), spec_location()
@@ -342,10 +593,13 @@ def _snake_case(class_name: str) -> str:
     return words.lower()
 
 
+@spec_function
 def product(**axes) -> list[SimpleNamespace]:
     """Every combination of the axes, first axis slowest, as rows with attribute access."""
     location = spec_location()
     for axis, values in axes.items():
+        if not isinstance(values, (list, tuple)):
+            raise SpecFieldError(f"fusion combinator axis {axis!r} must be a list, not {describe(values)}", location)
         if len(values) == 0:
             raise EmptyAxisError(f"fusion combinator axis {axis!r} has no values", location)
     names = list(axes)
@@ -359,6 +613,8 @@ def product(**axes) -> list[SimpleNamespace]:
 
 def flatten(configs) -> tuple[model.PatternConfig, ...]:
     """Sections may nest lists of pattern configs; the order is kept."""
+    if not isinstance(configs, (list, tuple)):
+        raise SpecFieldError(f"configs must be a list of config(...), not {describe(configs)}", blame(configs))
     flat = []
     for item in configs:
         if isinstance(item, model.PatternConfig):
@@ -366,36 +622,65 @@ def flatten(configs) -> tuple[model.PatternConfig, ...]:
         elif isinstance(item, (list, tuple)):
             flat.extend(flatten(item))
         else:
-            raise SpecFieldError(f"a backend's configs must be pattern configs, not {item!r}", spec_location())
+            message = f"a backend's configs must be config(...) values, not {describe(item)}"
+            raise SpecFieldError(message, blame(configs))
     return tuple(flat)
 
 
+def _identifier(value, what: str, location) -> str:
+    if not isinstance(value, str) or not value.isidentifier() or keyword.iskeyword(value):
+        message = f"{what} must be a Python identifier such as get_my_backend_config, not {value!r}"
+        raise SpecFieldError(message, location)
+    return value
+
+
+@spec_function
 def Backend(name: str, builder: str, doc: str, configs, dict_builder=None, reference=None, torch_builder=None):
     """One BackendConfig, returned by the generated function `builder`.
 
     `reference` (or its older name `torch_builder`) is the dotted import path of a dynamic
     builder that the generated one must equal, torch's or the user's own.
     """
+    location = spec_location()
     if reference is not None and torch_builder is not None:
-        raise SpecFieldError("give reference= or its older name torch_builder=, not both", spec_location())
+        raise SpecFieldError("give reference= or its older name torch_builder=, not both", location)
+    if not isinstance(name, str) or not name:
+        raise SpecFieldError(f"a backend's name must be a non-empty string, not {describe(name)}", location)
+    reference = reference if reference is not None else torch_builder
+    dotted = isinstance(reference, str) and all(part.isidentifier() for part in reference.split("."))
+    if reference is not None and not dotted:
+        message = f"reference must be a dotted import path written as a string, not {describe(reference)}"
+        raise SpecFieldError(message, location)
     return model.Backend(
         name=name,
-        builder=builder,
-        doc=doc,
+        builder=_identifier(builder, "builder", location),
+        doc=_text(doc, "doc", location),
         configs=flatten(configs),
-        dict_builder=dict_builder,
-        reference=reference if reference is not None else torch_builder,
-        location=spec_location(),
+        dict_builder=None if dict_builder is None else _identifier(dict_builder, "dict_builder", location),
+        reference=reference,
+        location=location,
     )
 
 
+@spec_function
 def Module(doc: str, backends, exports=(), dtype_configs=(), name=None):
     """The generated module a spec file describes, named after the file unless `name` says."""
+    location = spec_location()
+    for backend in backends:
+        if not isinstance(backend, model.Backend):
+            raise SpecFieldError(f"backends must hold Backend(...) values, not {describe(backend)}", location)
+    for export in exports:
+        _identifier(export, "an exported name", location)
+    for dtype_config in dtype_configs:
+        if not isinstance(dtype_config, model.DTypeConfig):
+            raise SpecFieldError(f"dtype_configs must hold DTypeConfig values, not {describe(dtype_config)}", location)
+    if name is not None:
+        _identifier(name, "a module name", location)
     return SimpleNamespace(
         name=name,
-        doc=doc,
+        doc=_text(doc, "doc", location),
         backends=tuple(backends),
         exports=tuple(exports),
         dtype_configs=tuple(dtype_configs),
-        location=spec_location(),
+        location=location,
     )

@@ -55,6 +55,14 @@ class DuplicateOutputError(GeneratorError):
     """Two spec files would write the same generated module."""
 
 
+class DuplicateBackendError(GeneratorError):
+    """Two backends anywhere in the project share a name or a label (matrix, diff and lint key on them)."""
+
+
+class NameClashError(GeneratorError):
+    """A builder name is used twice in one module, or clashes with another name the module defines."""
+
+
 class EmptyBackendError(GeneratorError):
     """A backend expands to zero patterns."""
 
@@ -65,6 +73,10 @@ class TemplateRenderError(GeneratorError):
 
 class FormattingError(GeneratorError):
     """black rejected the rendered module (the template produced invalid Python)."""
+
+
+class OutputCheckError(GeneratorError):
+    """A rendered module does not compile, or uses a name it neither defines nor imports."""
 
 
 class LintError(GeneratorError):
@@ -105,3 +117,23 @@ class UnknownBackendError(GeneratorError):
 
 class NothingToCompareError(GeneratorError):
     """`diff` found nothing to compare: not a project, a revision without generated/, a missing file."""
+
+
+class NotAProjectError(GeneratorError):
+    """The project root has no spec/ folder."""
+
+
+class WriteError(GeneratorError):
+    """A generated file (or its folder) cannot be written."""
+
+
+class FileAccessError(GeneratorError):
+    """A file the generator needs cannot be read, or another operating-system failure."""
+
+
+class Interrupted(GeneratorError):
+    """The user pressed Ctrl-C (SIGINT); writing is atomic, so every file is whole."""
+
+
+class InternalError(GeneratorError):
+    """A bug in the generator itself: still one line, with what to report."""

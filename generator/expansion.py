@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from generator.errors import EmptyBackendError, SpecFieldError
+from generator.errors import EmptyBackendError, NameClashError, SpecFieldError, TemplateRenderError
 from generator.model import (
     Backend,
     DTypeConfig,
@@ -24,6 +24,7 @@ from generator.model import (
     PatternConfig,
     TorchRef,
 )
+from generator.source_spelling import MODULE_ALIASES, split_ref
 
 
 @dataclass(frozen=True)
@@ -59,13 +60,37 @@ def expand_module(module: ModuleSpec) -> ExpandedModule:
     backends = tuple(expand_backend(backend) for backend in module.backends)
     configs = [c for b in backends for c in b.backend.configs]
     dtype_configs = _named_dtype_configs(configs, module.extra_dtype_configs)
-    return ExpandedModule(
+    expanded = ExpandedModule(
         spec=module,
         backends=backends,
         constraints=_named_constraints(dtype_configs),
         dtype_configs=dtype_configs,
         functions=_functions(configs),
     )
+    _check_builder_names(expanded)
+    return expanded
+
+
+# Names every generated module imports; a builder with one of these names would shadow it.
+_IMPORTED = {"BackendConfig", "BackendPatternConfig", "DTypeConfig", "DTypeWithConstraints", "ObservationType", "torch"}
+
+
+def _check_builder_names(module: ExpandedModule) -> None:
+    """A builder that shares a name with another definition silently replaces it in the module."""
+    defined = dict.fromkeys(_IMPORTED | set(MODULE_ALIASES.values()), "a module name this module imports")
+    for ref in _refs_by_field(module):
+        imported, rest, by_name = _import_of(ref)
+        if by_name:
+            defined[rest.split(".")[0]] = f"the name this module imports from {imported}"
+    for kind, values in (("dtype config", module.dtype_configs), ("DTypeWithConstraints", module.constraints),
+                         ("function", module.functions)):  # fmt: skip
+        defined.update({v.name: f"the {kind} {v.name} (at {v.location})" for v in values})
+    for expanded in module.backends:
+        backend = expanded.backend
+        for name in filter(None, (backend.builder, backend.dict_builder)):
+            if name in defined:
+                raise NameClashError(f"builder name {name!r} is already used by {defined[name]}", backend.location)
+            defined[name] = f"the builder of the backend at {backend.location}"
 
 
 def expand_backend(backend: Backend) -> ExpandedBackend:
@@ -168,6 +193,30 @@ def _add_unique(found: dict, name: str, value, kind: str) -> None:
             f"two different {kind}s are named {name!r} (the other one is at {existing.location})",
             value.location,
         )
+
+
+_REF_FIELDS = (
+    "pattern", "pattern_complex_format", "root_module", "qat_module", "reference_quantized_module",
+    "fused_module", "fuser_method", "root_node_getter", "extra_inputs_getter",
+)  # fmt: skip
+
+
+def _refs_by_field(module: ExpandedModule):
+    """The torch names of patterns, modules and callables (dtypes are never imported by name)."""
+    for expanded in module.backends:
+        for config in expanded.backend.configs:
+            for name in _REF_FIELDS:
+                value = getattr(config, name)
+                if value is not None:
+                    yield from torch_refs(value)
+    yield from torch_refs(module.functions)
+
+
+def _import_of(ref: TorchRef) -> tuple[str, str, bool]:
+    try:
+        return split_ref(ref.path)
+    except TemplateRenderError:  # no known import: rendering reports that
+        return "", ref.path, False
 
 
 def torch_refs(value):

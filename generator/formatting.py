@@ -13,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -45,8 +46,11 @@ def _exit_with_parent(parent: int) -> None:
     """In a worker: exit once the parent is gone, e.g. killed with SIGKILL.
 
     A worker waits on a queue whose other end it also holds (fork), so it would
-    otherwise wait forever after its parent died.
+    otherwise wait forever after its parent died. Ctrl-C reaches the whole process
+    group; only the parent handles it (one line, then it shuts the workers down),
+    so a worker ignores it rather than print a traceback of its own.
     """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
         while os.getppid() == parent:

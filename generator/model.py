@@ -135,6 +135,8 @@ class PatternConfig:
     num_tensor_args_to_observation_type: tuple[tuple[int, str], ...] = ()
     input_type_to_index: tuple[tuple[str, int], ...] = ()
     section: str = ""
+    # The spec's reason for replacing an earlier config of the same pattern on purpose.
+    overrides: str | None = field(default=None, compare=False, repr=False)
     location: SourceLocation | None = field(default=None, compare=False, repr=False)
 
     @property

@@ -1,7 +1,8 @@
 """The pipeline, end to end: spec -> model -> expansion -> rendering -> formatting -> writing.
 
-`load` executes and expands the spec; `build` renders and formats the targets
-that `planning` found to be out of date. Writing is left to the caller.
+`load` executes and expands the spec; `build` renders, formats and statically
+checks the targets that `planning` found to be out of date. Writing is left to
+the caller.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from generator import digests, rendering, resolution, spec_loading
 from generator.expansion import ExpandedModule, expand_module
 from generator.formatting import Formatter
 from generator.matrix import support_matrix
+from generator.output_check import check_module
 from generator.planning import Target
 from generator.rendering import render_matrix, render_module
 
@@ -55,7 +57,9 @@ def build(root: Path, modules: list[ExpandedModule], targets: list[Target], form
     for target in targets:
         if target.is_matrix:
             texts[target.name] = _with_header(target, render_matrix(support_matrix(modules), templates))
-    texts.update({t.name: _with_header(t, pending[t.name]()) for t in wanted})
+    for target in wanted:
+        texts[target.name] = _with_header(target, pending[target.name]())
+        check_module(texts[target.name], by_name[target.name].spec.output)  # before anything is written
     return texts
 
 

@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 
 from generator import writing
-from generator.errors import SpecFieldError, TorchKindError, UnknownTorchNameError
+from generator.errors import SpecFieldError, TemplateRenderError, TorchKindError, UnknownTorchNameError, WriteError
 from generator.model import (
     DTypeConfig,
     DTypeWithConstraints,
@@ -29,33 +29,48 @@ from generator.model import (
     PatternConfig,
     TorchRef,
 )
+from generator.source_spelling import ref_source
 
 ROLE_NEEDS = {
-    "pattern": ("callable", "a pattern element (module class, function or op)"),
-    "dtype": ("dtype", "a torch.dtype"),
-    "module": ("module", "an nn.Module class"),
-    "callable": ("callable", "a callable"),
+    "pattern": ("callable", "a module, function or operator overload"),
+    "dtype": ("dtype", "a torch dtype such as torch.quint8"),
+    "module": ("module", "an nn.Module subclass"),
+    "callable": ("function", "a function"),
     "any": (None, "an existing name"),
 }
+# What a name is, in the spec's words, most specific first.
+KIND_WORDS = (
+    ("dtype", "a dtype"),
+    ("module", "an nn.Module class"),
+    ("class", "a class"),
+    ("function", "a function"),
+    ("callable", "a callable object"),
+)
+# Bumped when the facts recorded per name change, so that an old cache is not read.
+FACTS_VERSION = 2
 
 
 def validate(modules: list[ModuleSpec], root: Path) -> None:
     uses = list(_uses(modules))
-    cache_file = root / ".cache" / "generator" / f"torch-names-{_torch_version()}.json"
+    cache_file = root / ".cache" / "generator" / f"torch-names-{_torch_version()}-v{FACTS_VERSION}.json"
     facts = _read_cache(cache_file)
-    unknown = {ref.path: ref for ref, _ in uses if ref.path not in facts}
+    unknown = {ref.path: ref for ref, _, _ in uses if ref.path not in facts}
     if unknown:
         facts.update(_facts_from_torch(unknown))
-    for ref, role in uses:
-        _check(ref, role, facts[ref.path])
+    for ref, role, what in uses:
+        _check(ref, role, what, facts[ref.path])
     if unknown:
-        writing.write_if_changed(cache_file, json.dumps(facts, indent=0, sort_keys=True))
+        try:
+            writing.write_if_changed(cache_file, json.dumps(facts, indent=0, sort_keys=True))
+        except WriteError:
+            pass  # a read-only checkout only loses the speed-up
 
 
-def _check(ref: TorchRef, role: str, fact: dict) -> None:
+def _check(ref: TorchRef, role: str, what: str, fact: dict) -> None:
     kind, description = ROLE_NEEDS[role]
     if kind is not None and kind not in fact["kinds"]:
-        raise TorchKindError(f"{ref.path} is not {description}", ref.location)
+        actual = next((words for k, words in KIND_WORDS if k in fact["kinds"]), "not callable")
+        raise TorchKindError(f"{what} must be {description}, not {spelling(ref)} ({actual})", ref.location)
     public = fact["public"]
     if role == "pattern" and public is not None and public != ref.path:
         raise SpecFieldError(
@@ -65,45 +80,54 @@ def _check(ref: TorchRef, role: str, fact: dict) -> None:
         )
 
 
+def spelling(ref: TorchRef) -> str:
+    """A torch name as the spec writes it (`F.relu`), for messages."""
+    try:
+        return ref_source(ref)
+    except TemplateRenderError:
+        return ref.path
+
+
 def _uses(modules):
-    """(reference, role) for every torch name the spec uses."""
+    """(reference, role, field) for every torch name the spec uses."""
     for module in modules:
         for backend in module.backends:
             if backend.reference:
-                yield TorchRef(backend.reference, backend.location), "callable"
+                yield TorchRef(backend.reference, backend.location), "callable", "reference"
             for config in backend.configs:
                 yield from _config_uses(config)
         for dtype_config in module.extra_dtype_configs:
-            yield from _dtype_config_uses(dtype_config)
+            yield from _dtype_config_uses(dtype_config, "dtype")
 
 
 def _config_uses(config: PatternConfig):
-    for pattern in (config.pattern, config.pattern_complex_format):
-        yield from ((ref, "pattern") for ref in _refs(pattern))
+    for field in ("pattern", "pattern_complex_format"):
+        yield from ((ref, "pattern", f"a {field} element") for ref in _refs(getattr(config, field)))
     for dtype_config in config.dtype_configs:
-        yield from _dtype_config_uses(dtype_config)
+        yield from _dtype_config_uses(dtype_config, "dtype")
     for field in ("root_module", "qat_module", "reference_quantized_module", "fused_module"):
-        yield from ((ref, "module") for ref in _refs(getattr(config, field)))
+        yield from ((ref, "module", field) for ref in _refs(getattr(config, field)))
     for field in ("fuser_method", "root_node_getter", "extra_inputs_getter"):
         value = getattr(config, field)
         if isinstance(value, FunctionDef):
-            yield from ((ref, "any") for _, param in value.params for ref in _refs(param))
+            yield from ((ref, "any", value.name) for _, param in value.params for ref in _refs(param))
         else:
-            yield from ((ref, "callable") for ref in _refs(value))
+            yield from ((ref, "callable", field) for ref in _refs(value))
 
 
-def _dtype_config_uses(dtype_config):
+def _dtype_config_uses(dtype_config, what: str):
     if isinstance(dtype_config, FixedQParams):
-        yield from _dtype_config_uses(dtype_config.base)
-        yield from _dtype_config_uses(dtype_config.constraints)
+        yield from _dtype_config_uses(dtype_config.base, what)
+        yield from _dtype_config_uses(dtype_config.constraints, what)
     elif isinstance(dtype_config, DTypeWithConstraints):
-        yield from ((ref, "dtype") for ref in _refs(dtype_config.dtype))
+        yield from ((ref, "dtype", "dtype") for ref in _refs(dtype_config.dtype))
     elif isinstance(dtype_config, DTypeConfig):
-        for dtype in (dtype_config.input_dtype, dtype_config.output_dtype, dtype_config.weight_dtype):
-            yield from _dtype_config_uses(dtype) if isinstance(dtype, DTypeWithConstraints) else (
-                (ref, "dtype") for ref in _refs(dtype)
-            )
-        yield from ((ref, "dtype") for ref in _refs(dtype_config.bias_dtype))
+        for field in ("input_dtype", "output_dtype", "weight_dtype", "bias_dtype"):
+            dtype = getattr(dtype_config, field)
+            if isinstance(dtype, DTypeWithConstraints):
+                yield from _dtype_config_uses(dtype, field)
+            else:
+                yield from ((ref, "dtype", field) for ref in _refs(dtype))
 
 
 def _refs(value):
@@ -146,6 +170,10 @@ def _facts_from_torch(refs: dict[str, TorchRef]) -> dict[str, dict]:
             kinds.append("dtype")
         if isinstance(obj, type) and issubclass(obj, torch.nn.Module):
             kinds.append("module")
+        if isinstance(obj, type):
+            kinds.append("class")
+        elif callable(obj):
+            kinds.append("function")
         if callable(obj):
             kinds.append("callable")
         facts[path] = {"kinds": kinds, "public": torch_names.public_path(obj) if callable(obj) else None}

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from generator import dsl
 from generator.errors import (
+    DuplicateBackendError,
     DuplicateOutputError,
     GeneratorError,
     SpecExecutionError,
@@ -41,6 +42,7 @@ def load_modules(root: Path) -> list[ModuleSpec]:
         dsl.set_project_root(None)
         _forget_spec_package()
     _check_unique_outputs(modules)
+    _check_unique_backends(modules)
     return modules
 
 
@@ -119,3 +121,18 @@ def _check_unique_outputs(modules: list[ModuleSpec]) -> None:
                 "give one of them another Module(name=...) or file name",
                 module.location,
             )
+
+
+def _check_unique_backends(modules: list[ModuleSpec]) -> None:
+    """The support matrix, diff and lint key on backend names and labels: one backend each."""
+    seen: dict[str, object] = {}
+    for backend in (b for m in modules for b in m.backends):
+        # One namespace for both: a label users type must not name another backend.
+        for name in dict.fromkeys((backend.name, backend.label)):
+            other = seen.setdefault(name, backend)
+            if other is not backend:
+                raise DuplicateBackendError(
+                    f"backend name {name!r} is already used by the backend at {other.location}; "
+                    "backend names must be unique across spec/",
+                    backend.location,
+                )

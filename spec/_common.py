@@ -63,6 +63,12 @@ WEIGHT_QINT8_NEG_127_TO_127_SCALE_MIN_2_NEG_12 = dict(
 )
 
 
+TORCH_REGISTERS_CONV_RELU_TWICE = (
+    "torch's _get_conv_configs adds the fused conv-relu module and its QAT module a second time; "
+    "BackendConfig keeps the first position with the second content (no root/reference modules)"
+)
+
+
 def conv_configs(dtype_configs, dims=(1, 2, 3), transpose=True):
     """Conv modules, functionals and their relu/bn fusions, per dimension."""
     configs = []
@@ -85,8 +91,8 @@ def conv_configs(dtype_configs, dims=(1, 2, 3), transpose=True):
             c((func, F.relu)),
             # torch registers these two again: the copies override the ones above
             # in place, so the fused conv-relu loses its root/reference modules.
-            c(relu_fused, qat_module=relu_qat),
-            c(relu_qat, **to_ref),
+            c(relu_fused, qat_module=relu_qat, overrides=TORCH_REGISTERS_CONV_RELU_TWICE),
+            c(relu_qat, **to_ref, overrides=TORCH_REGISTERS_CONV_RELU_TWICE),
             c((root, bn), fuser_method=fusers.fuse_conv_bn, fused_module=bn_fused),
             c((root, bn, nn.ReLU), fuser_method=fusers.fuse_conv_bn_relu, fused_module=bn_relu_fused),
             c((root, bn, F.relu), root_module=root, fuser_method=fusers.fuse_conv_bn_relu, fused_module=bn_relu_fused),
@@ -247,14 +253,17 @@ def rnn_op_configs(dtype_configs):
 
 
 def embedding_op_configs(dtype_configs, functional=False):
-    """Embedding modules and their QAT versions; executorch adds F.embedding."""
+    """Embedding modules and their QAT versions; executorch adds F.embedding after each."""
     c = partial(config, dtype_configs=dtype_configs, section="embedding")
     configs = []
     for name in ("Embedding", "EmbeddingBag"):
         to_ref = dict(root_module=nn[name], reference_quantized_module=nnqr[name])
         configs += [c(nn[name], qat_module=nnqat[name], **to_ref), c(nnqat[name], **to_ref)]
         if functional:
-            configs.append(c(F.embedding, input_type_to_index={"weight": 1}))
+            again = "executorch's builder adds F.embedding once per embedding module; the second replaces the first"
+            configs.append(
+                c(F.embedding, input_type_to_index={"weight": 1}, overrides=again if name == "EmbeddingBag" else None)
+            )
     return configs
 
 

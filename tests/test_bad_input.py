@@ -8,6 +8,7 @@ so the reported location is checked against the case's own source.
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -115,3 +116,29 @@ def test_odd_strings_are_emitted_as_code_that_equals_them(project, capsys):
     matrix, _, _ = parse_matrix((project / "docs" / "support-matrix.md").read_text())
     label = Backend(name, "get_qnnpack_pt2e_backend_config", "", ()).label  # the matrix names backends by label
     assert len(matrix[label]) == len(ODD_STRINGS)
+
+
+@pytest.mark.parametrize(
+    ("template", "old", "new", "problem"),
+    [
+        # A misspelt name: black accepts it, and the module imports; only a builder call would fail.
+        ("functions/sequential.py.j2", "(m1, m2)", "(m1, m3)", "a use of 'm3', which the module neither defines"),
+        # black accepts a `return` outside a function; Python does not compile it.
+        ("module.py.j2", "__all__ = [", "return\n__all__ = [", "code that does not compile: 'return' outside function"),
+    ],
+    ids=["undefined name", "does not compile"],
+)
+def test_a_rendered_module_that_is_broken_is_never_written(project, capsys, template, old, new, problem):
+    path = project / "templates" / template
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new))
+    before = snapshot(project)
+    assert cli.main(["--root", str(project), "regenerate", "--jobs", "1"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and re.fullmatch(r"error: generated/\w+\.py:\d+: the templates rendered .*", err[0]), err
+    assert problem in err[0]
+    assert snapshot(project) == before
+    # The line named is the broken one: the committed module has its unbroken version there.
+    module, line = re.match(r"error: (generated/\w+\.py):(\d+):", err[0]).groups()
+    unbroken = (project / module).read_text().splitlines()[int(line) - 1]
+    assert ("(m1, m2)" if "m3" in problem else "__all__ = [") in unbroken

@@ -83,11 +83,11 @@ class KillAt:
         self.calls += 1
 
     def install(self) -> None:
-        real_mkstemp, real_fdopen = writing.tempfile.mkstemp, writing.os.fdopen
+        real_open, real_fdopen = writing.os.open, writing.os.fdopen
         real_fsync, real_replace = writing.os.fsync, writing.os.replace
 
-        def mkstemp(*args, **kwargs):
-            handle = real_mkstemp(*args, **kwargs)
+        def open_(*args, **kwargs):
+            handle = real_open(*args, **kwargs)
             self.step()  # an empty temporary file exists
             return handle
 
@@ -104,7 +104,7 @@ class KillAt:
             real_replace(source, target)
             self.step()
 
-        writing.tempfile.mkstemp, writing.os.fdopen = mkstemp, fdopen
+        writing.os.open, writing.os.fdopen = open_, fdopen
         writing.os.fsync, writing.os.replace = fsync, replace
 
 

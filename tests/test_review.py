@@ -197,7 +197,7 @@ def test_nothing_to_compare_is_one_line_and_exit_2(repo, capsys, tmp_path):
         assert (code, out) == (2, "") and len(err.splitlines()) == 1 and err.startswith("error: "), err
         return err
 
-    assert "not a generator project" in one_error_line(root=tmp_path)
+    assert "is not a project root" in one_error_line(root=tmp_path)
     assert "not a revision" in one_error_line("--rev", "no-such-revision")
     bare = tmp_path / "bare"
     shutil.copytree(repo / "spec", bare / "spec")
