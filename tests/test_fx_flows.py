@@ -865,10 +865,15 @@ def test_an_empty_config_fails_the_case(backend, model, api, request):
     assert any(difference.startswith("result") for difference in found), found
 
 
-def _without_conv2d_relu_fusion(config: BackendConfig) -> BackendConfig:
-    kept = [c for c in config.configs if c.pattern != (nn.Conv2d, nn.ReLU)]
-    assert len(kept) == len(config.configs) - 1
-    return BackendConfig(config.name).set_backend_pattern_configs(kept)
+def _without(pattern) -> Callable[[BackendConfig], BackendConfig]:
+    """A mutation that removes pattern's config, and nothing else."""
+
+    def remove(config: BackendConfig) -> BackendConfig:
+        kept = [c for c in config.configs if c.pattern != pattern]
+        assert len(kept) == len(config.configs) - 1
+        return BackendConfig(config.name).set_backend_pattern_configs(kept)
+
+    return remove
 
 
 def _with_conv_relu2d_qint8_activations(config: BackendConfig) -> BackendConfig:
@@ -887,12 +892,22 @@ def _with_max_pool2d_own_observer(config: BackendConfig) -> BackendConfig:
     ("mutate", "model_name", "api", "reported"),
     [
         # (Conv2d, F.relu) fusion looks up the (Conv2d, ReLU) fuser: without it, fuse_fx raises.
-        (_without_conv2d_relu_fusion, "conv_bn_relu", "fuse", "result['raised']"),
+        (_without((nn.Conv2d, nn.ReLU)), "conv_bn_relu", "fuse", "result['raised']"),
+        # Without it, fc2 and F.relu stay apart: one module fewer fused, the same outputs.
+        (_without((nn.Linear, F.relu)), "linear", "fuse", "['fused']['modules']"),
+        # The bag stays float, its sibling nn.Embedding is still quantized.
+        (_without(nn.EmbeddingBag), "embeddings", "ptq", "['lowered']['modules']"),
         (_with_conv_relu2d_qint8_activations, "conv_bn_relu", "ptq", "['reference']['code']: differs"),
         # Same code; only the observer instances, their statistics and the outputs tell.
         (_with_max_pool2d_own_observer, "shared_qparams", "ptq", "['prepared']['modules']"),
     ],
-    ids=["drop_conv2d_relu_fusion", "conv_relu2d_qint8_dtypes", "max_pool2d_own_observer"],
+    ids=[
+        "drop_conv2d_relu_fusion",
+        "drop_linear_functional_relu_fusion",
+        "drop_embedding_bag",
+        "conv_relu2d_qint8_dtypes",
+        "max_pool2d_own_observer",
+    ],
 )
 def test_harness_reports_a_mutated_config(mutate, model_name, api, reported):
     """One altered pattern config in our fbgemm config is enough for a flow to differ from torch's."""
