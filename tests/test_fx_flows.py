@@ -15,15 +15,28 @@ Flows: "ptq" is prepare_fx, calibration, convert_to_reference_fx, and convert_fx
 backend's quantized engine; "qat" is prepare_qat_fx, training-mode steps and convert_to_reference_fx;
 "fuse" is fuse_fx. The models cover the builders' pattern families (conv+bn+relu in 1d/2d/3d, onednn's
 conv+add(+relu), linear fusions, binary, fixed-qparams, shared-qparams and default ops, layer_norm,
-dynamic LSTM, weight-only embeddings). Every builder runs every model through ptq, the static ones
-through fuse, and those with weighted or fixed-qparams patterns through qat, with QConfigMappings its
-dtype configs accept (BACKENDS). test_harness_reports_a_mutated_config shows that changing one pattern
-config is caught. The backend cases derive from tests.builders.REFERENCED; engine and mappings are
-backend-specific knowledge keyed by builder id, with a generic default for a builder not listed.
+dynamic LSTM, weight-only embeddings). Every builder runs the models through ptq, those with fusion
+patterns through fuse, and those with weighted or fixed-qparams patterns through qat, with
+QConfigMappings its dtype configs accept (BACKENDS). The backend cases derive from
+tests.builders.REFERENCED; engine, mappings and untouched cases are backend-specific knowledge keyed by
+builder id, with a generic default for a builder not listed.
+
+Every counted case can fail: torch's config must change the flow's results compared with an empty
+BackendConfig of the same name run through the same flow and mapping (empty-config runs are cached per
+model, flow, engine and mapping). Cases where no pattern of the config matches the model do not run:
+fuse_fx of a model without fusions (Model.apis), and per backend (Backend.untouched) fuse_fx of
+linear_functional everywhere but onednn, executorch's fuse_fx of the linear models (it has no linear
+fusions), tensorrt's default ops, dynamic and weight-only cases (it has static qint8 configs only), and
+the legacy fp16 variant's default ops (no fp16 configs for them) and embeddings (the same config and
+mapping as the test_only_legacy_native case). test_every_builder_runs_every_api counts the remaining
+cases, 213 here. An empty config swapped in for ours fails one case per backend and flow
+(test_an_empty_config_fails_the_case), and so does one altered or removed pattern config
+(test_harness_reports_a_mutated_config).
 
 The PT2E config (qnnpack_pt2e: aten-op patterns) is consumed by no FX flow in torch 2.13: FX tracing
-of nn.Modules never produces aten ops, so its cases would pass with an empty BackendConfig. They still
-run, but test_every_builder_runs_every_api does not count them as coverage.
+of nn.Modules never produces aten ops, so its cases give what an empty BackendConfig gives. They still
+run (23 here) and assert just that, so that a torch that starts consuming the config shows; ours must
+still equal torch's. test_every_builder_runs_every_api does not count them as coverage.
 
 Where torch itself raises, both runs must raise alike: onednn's (Linear, F.leaky_relu) and
 (Linear, torch.tanh) fusions (AssertionError), its conv+bn+add and linear+bn+leaky_relu fusions in QAT
@@ -557,7 +570,7 @@ _SPECIFIC_CASES = [
     ),
     # qnnpack_pt2e's patterns are aten ops, which FX tracing of nn.Modules never produces: no FX
     # flow in torch 2.13 consumes this config. Every model stays float, the flows must still agree,
-    # but these cases are not coverage (an empty BackendConfig would give the same results).
+    # and must give what an empty BackendConfig gives (case_failures checks it): not coverage.
     _default("qnnpack_pt2e", "qnnpack_pt2e", "qnnpack", "qnnpack", consumed_by_fx=False),
 ]
 
@@ -848,7 +861,7 @@ def test_flow_matches_torch(backend, model, api, request):
     assert not found, "\n".join(found)
 
 
-# One case per counted backend and flow: the last, which runs the cheapest model of that flow.
+# One case per counted backend and flow: the last, whose model (embeddings, layer_norm, ...) is cheap.
 _SAMPLE = {
     (backend.label, api.removesuffix("_without_lowering")): case
     for case in CASES
