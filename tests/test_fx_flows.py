@@ -15,15 +15,28 @@ Flows: "ptq" is prepare_fx, calibration, convert_to_reference_fx, and convert_fx
 backend's quantized engine; "qat" is prepare_qat_fx, training-mode steps and convert_to_reference_fx;
 "fuse" is fuse_fx. The models cover the builders' pattern families (conv+bn+relu in 1d/2d/3d, onednn's
 conv+add(+relu), linear fusions, binary, fixed-qparams, shared-qparams and default ops, layer_norm,
-dynamic LSTM, weight-only embeddings). Every builder runs every model through ptq, the static ones
-through fuse, and those with weighted or fixed-qparams patterns through qat, with QConfigMappings its
-dtype configs accept (BACKENDS). test_harness_reports_a_mutated_config shows that changing one pattern
-config is caught. The backend cases derive from tests.builders.REFERENCED; engine and mappings are
-backend-specific knowledge keyed by builder id, with a generic default for a builder not listed.
+dynamic LSTM, weight-only embeddings). Every builder runs the models through ptq, those with fusion
+patterns through fuse, and those with weighted or fixed-qparams patterns through qat, with
+QConfigMappings its dtype configs accept (BACKENDS). The backend cases derive from
+tests.builders.REFERENCED; engine, mappings and untouched cases are backend-specific knowledge keyed by
+builder id, with a generic default for a builder not listed.
+
+Every counted case can fail: torch's config must change the flow's results compared with an empty
+BackendConfig of the same name run through the same flow and mapping (empty-config runs are cached per
+model, flow, engine and mapping). Cases where no pattern of the config matches the model do not run:
+fuse_fx of a model without fusions (Model.apis), and per backend (Backend.untouched) fuse_fx of
+linear_functional everywhere but onednn, executorch's fuse_fx of the linear models (it has no linear
+fusions), tensorrt's default ops, dynamic and weight-only cases (it has static qint8 configs only), and
+the legacy fp16 variant's default ops (no fp16 configs for them) and embeddings (the same config and
+mapping as the test_only_legacy_native case). test_every_builder_runs_every_api counts the remaining
+cases, 213 here. An empty config swapped in for ours fails one case per backend and flow
+(test_an_empty_config_fails_the_case), and so does one altered or removed pattern config
+(test_harness_reports_a_mutated_config).
 
 The PT2E config (qnnpack_pt2e: aten-op patterns) is consumed by no FX flow in torch 2.13: FX tracing
-of nn.Modules never produces aten ops, so its cases would pass with an empty BackendConfig. They still
-run, but test_every_builder_runs_every_api does not count them as coverage.
+of nn.Modules never produces aten ops, so its cases give what an empty BackendConfig gives. They still
+run (23 here) and assert just that, so that a torch that starts consuming the config shows; ours must
+still equal torch's. test_every_builder_runs_every_api does not count them as coverage.
 
 Where torch itself raises, both runs must raise alike: onednn's (Linear, F.leaky_relu) and
 (Linear, torch.tanh) fusions (AssertionError), its conv+bn+add and linear+bn+leaky_relu fusions in QAT
@@ -353,9 +366,11 @@ def _index_inputs():
 
 # "ptq": prepare_fx + calibration, convert_to_reference_fx, and convert_fx lowering under the engine.
 ALL_APIS = ("ptq", "qat", "fuse")
+# fuse_fx reads only a config's fusion patterns: on a model with none it returns the traced model
+# whatever the config, so such a case could not fail.
+NO_FUSE_APIS = ("ptq", "qat")
 # QAT differs from PTQ in what the config decides only for weighted and fixed-qparams patterns (QAT
 # modules, fake-quant constraints); for other ops it would repeat ptq with fake quants, at twice the cost.
-NO_QAT_APIS = ("ptq", "fuse")
 PTQ_APIS = ("ptq",)
 
 
@@ -365,7 +380,6 @@ class Model:
     module: Callable[[], nn.Module]
     inputs: Callable[[], tuple]
     apis: tuple[str, ...] = ALL_APIS
-    consumed_by_fx: bool = True  # False: no FX flow reads this config, so its cases prove nothing
     quantization: str = "static"  # or "dynamic" / "weight_only": which of the backend's mappings applies
     # Object types whose own qconfig is dropped, so that the global one applies: the parts of a fused
     # module need the same object-type qconfig (torch raises LookupError otherwise), and the default
@@ -388,14 +402,14 @@ MODELS = [
     Model("linear", LinearActivations, _vector_inputs, global_qconfig_for=(nn.Tanh,)),
     Model("linear_bn", LinearBn, _vector_inputs),
     Model("linear_functional", LinearFunctionalActivations, _vector_inputs),
-    Model("fixed_qparams", FixedQParamsOps, _vector_inputs),
-    Model("shared_qparams", SharedQParamsOps, _image_inputs, NO_QAT_APIS),
-    Model("default_ops", DefaultOps, _feature_map_inputs, NO_QAT_APIS),
-    Model("binary_ops", BinaryOps, _pair_inputs, NO_QAT_APIS),
-    Model("layer_norm", LayerNorms, _vector_inputs),
+    Model("fixed_qparams", FixedQParamsOps, _vector_inputs, NO_FUSE_APIS),
+    Model("shared_qparams", SharedQParamsOps, _image_inputs, PTQ_APIS),
+    Model("default_ops", DefaultOps, _feature_map_inputs, PTQ_APIS),
+    Model("binary_ops", BinaryOps, _pair_inputs, PTQ_APIS),
+    Model("layer_norm", LayerNorms, _vector_inputs, NO_FUSE_APIS),
     # Dynamic and weight-only quantization are post-training only: no QAT, nothing to fuse.
-    Model("lstm_dynamic", LSTMHead, _sequence_inputs, PTQ_APIS, "dynamic"),
-    Model("embeddings", Embeddings, _index_inputs, PTQ_APIS, "weight_only"),
+    Model("lstm_dynamic", LSTMHead, _sequence_inputs, PTQ_APIS, quantization="dynamic"),
+    Model("embeddings", Embeddings, _index_inputs, PTQ_APIS, quantization="weight_only"),
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -447,6 +461,10 @@ _QINT8_FLOAT_QPARAMS = QConfig(
 )
 _FLOAT_QPARAMS = (float_qparams_weight_only_qconfig, float_qparams_weight_only_qconfig_4bit)
 
+# Only onednn has fusion patterns that mix a module and a function ((Linear, F.leaky_relu) and
+# (Linear, torch.tanh)): under any other config, fuse_fx leaves linear_functional as it traced it.
+_NO_MODULE_FUNCTION_FUSIONS = frozenset({("linear_functional", "fuse")})
+
 
 @dataclass(frozen=True)
 class Backend:
@@ -458,6 +476,9 @@ class Backend:
     dynamic_qconfig: QConfig = default_dynamic_qconfig  # for nn.LSTM and nn.Linear
     embedding_qconfigs: tuple[QConfig, QConfig] = _FLOAT_QPARAMS  # for nn.Embedding, nn.EmbeddingBag
     apis: tuple[str, ...] = ALL_APIS
+    # (model name, api) cases whose flow this config leaves exactly as an empty BackendConfig does
+    # (no pattern of it matches the model): they could not fail, so they do not run.
+    untouched: frozenset[tuple[str, str]] = _NO_MODULE_FUNCTION_FUSIONS
     consumed_by_fx: bool = True  # False: no FX flow reads this config, so its cases prove nothing
 
     @property
@@ -497,7 +518,9 @@ def _default(label: str, builder_id: str, mapping_backend: str, engine: str, **e
 _SPECIFIC_CASES = [
     _default("fbgemm", "fbgemm", "fbgemm", "fbgemm"),
     _default("x86", "x86", "x86", "x86"),
-    _default("onednn", "onednn", "onednn", "onednn", embedding_qconfigs=(_QINT8_FLOAT_QPARAMS,) * 2),
+    _default(
+        "onednn", "onednn", "onednn", "onednn", embedding_qconfigs=(_QINT8_FLOAT_QPARAMS,) * 2, untouched=frozenset()
+    ),
     _default("qnnpack", "qnnpack", "qnnpack", "qnnpack"),
     # qnnpack's other dtype configs: symmetric qint8 with scale and range constraints.
     Backend(
@@ -521,14 +544,33 @@ _SPECIFIC_CASES = [
         # fp16 has no fake quantization (QAT modules reject its PlaceholderObserver) and fuse_fx
         # ignores qconfigs: those two flows are the test_only_legacy_native case's.
         apis=PTQ_APIS,
+        # The legacy config has no fp16 default-op configs; its embeddings case would repeat
+        # test_only_legacy_native's (same config, same weight-only mapping).
+        untouched=_NO_MODULE_FUNCTION_FUSIONS | {("default_ops", "ptq"), ("embeddings", "ptq")},
     ),
-    # executorch's static configs take quint8 activations with unconstrained qint8 weights.
-    _default("executorch", "executorch", "qnnpack", "qnnpack"),
+    # executorch's static configs take quint8 activations with unconstrained qint8 weights. It has
+    # no linear fusions.
+    _default(
+        "executorch",
+        "executorch",
+        "qnnpack",
+        "qnnpack",
+        untouched=_NO_MODULE_FUNCTION_FUSIONS | {("linear", "fuse"), ("linear_bn", "fuse")},
+    ),
     # tensorrt is meant for reference models; convert_fx lowering runs under x86 to show what torch does.
-    Backend("tensorrt", "tensorrt", "x86", lambda: _tensorrt_mapping(False), lambda: _tensorrt_mapping(True)),
+    # Its configs are static qint8 only: no default ops, no dynamic or weight-only quantization.
+    Backend(
+        "tensorrt",
+        "tensorrt",
+        "x86",
+        lambda: _tensorrt_mapping(False),
+        lambda: _tensorrt_mapping(True),
+        untouched=_NO_MODULE_FUNCTION_FUSIONS
+        | {("default_ops", "ptq"), ("lstm_dynamic", "ptq"), ("embeddings", "ptq")},
+    ),
     # qnnpack_pt2e's patterns are aten ops, which FX tracing of nn.Modules never produces: no FX
     # flow in torch 2.13 consumes this config. Every model stays float, the flows must still agree,
-    # but these cases are not coverage (an empty BackendConfig would give the same results).
+    # and must give what an empty BackendConfig gives (case_failures checks it): not coverage.
     _default("qnnpack_pt2e", "qnnpack_pt2e", "qnnpack", "qnnpack", consumed_by_fx=False),
 ]
 
@@ -711,6 +753,46 @@ def compare_flow(api: str, model: Model, backend: Backend, ours: BackendConfig, 
     return differences(*flow_results(api, model, backend, ours, theirs))
 
 
+# Empty-config results for this session, keyed by all they depend on (see empty_config_result).
+_EMPTY_CONFIG_RESULTS: dict[tuple, dict] = {}
+
+
+def empty_config_result(api: str, model: Model, backend: Backend) -> dict:
+    """run_flow with an empty BackendConfig of the backend's name: the flow when no pattern matches.
+
+    It depends on the model, the flow, the engine and the qconfig mapping only (no FX code in torch
+    2.13 reads a config's name), so backends that share a mapping and an engine share one run.
+    """
+    key = (model.name, api, backend.engine, repr(backend.mapping(api, model)))
+    if key not in _EMPTY_CONFIG_RESULTS:
+        with torch.random.fork_rng(devices=[]):
+            empty = BackendConfig(backend.builder.theirs()().name)
+            _EMPTY_CONFIG_RESULTS[key] = run_flow(api, model, model.build(), empty, backend)
+    return _EMPTY_CONFIG_RESULTS[key]
+
+
+def case_failures(case_id: str, backend: Backend, model: Model, api: str, ours: BackendConfig) -> list[str]:
+    """Why a case fails with ours as the config under test; empty if it passes.
+
+    ours must give exactly torch's results. torch's config must give other results than an empty
+    BackendConfig (else the case could not fail whatever ours held), except for a config no FX flow
+    consumes, which must give the same ones (else it should count as coverage).
+    """
+    theirs_config = backend.builder.theirs()()
+    ours_result, theirs = flow_results(api, model, backend, ours, theirs_config)
+    found = differences(ours_result, theirs)
+    if bool(theirs["steps"]) == (case_id in TORCH_FAILS_BEFORE_ANY_STEP):
+        found.append(f"torch's flow produced {len(theirs['steps'])} steps, raised {theirs['raised']}")
+    exercised = bool(differences(theirs, empty_config_result(api, model, backend)))
+    if exercised != backend.consumed_by_fx:
+        found.append(
+            f"torch's config {'changes' if exercised else 'does not change'} the flow's results compared with"
+            f" an empty BackendConfig, yet consumed_by_fx={backend.consumed_by_fx}"
+            + ("" if exercised else f" and {(model.name, api)} is not in the backend's untouched cases")
+        )
+    return found
+
+
 # torch's own flows that fail before producing anything: onednn's fusers for (Linear, F.leaky_relu)
 # and (Linear, torch.tanh) expect modules, and bn fusions cannot be fused in QAT. Here only the
 # exception type can be compared; anywhere else, a flow that produces nothing means the test is broken.
@@ -747,15 +829,27 @@ def _case(backend: Backend, model: Model, api: str):
     return pytest.param(backend, model, "ptq_without_lowering", id=case_id)
 
 
+def _runs(backend: Backend, model: Model, api: str) -> bool:
+    return api in model.apis and api in backend.apis and (model.name, api) not in backend.untouched
+
+
 CASES = [
-    _case(backend, model, api) for backend in BACKENDS for model in MODELS for api in model.apis if api in backend.apis
+    _case(backend, model, api)
+    for backend in BACKENDS
+    for model in MODELS
+    for api in ALL_APIS
+    if _runs(backend, model, api)
 ]
 
 
 def test_every_builder_runs_every_api():
-    """Coverage counts only configs an FX flow consumes (not the PT2E config, see BACKENDS)."""
+    """Coverage counts only cases that can fail: no untouched case, nothing of the PT2E config (see BACKENDS).
+
+    test_flow_matches_torch checks, case by case, that each counted case's config changes the flow's
+    results compared with an empty BackendConfig.
+    """
     consumed = [b for b in BACKENDS if b.consumed_by_fx]
-    covered = {(b.builder_id, api) for b in consumed for m in MODELS for api in m.apis if api in b.apis}
+    covered = {(b.builder_id, api) for b in consumed for m in MODELS for api in ALL_APIS if _runs(b, m, api)}
     not_consumed = {b.builder_id for b in BACKENDS} - {b.builder_id for b in consumed}
     assert covered == {(b.id, api) for b in REFERENCED if b.id not in not_consumed for api in ALL_APIS}
     assert {b.builder_id for b in BACKENDS} == {b.id for b in REFERENCED}
@@ -763,16 +857,36 @@ def test_every_builder_runs_every_api():
 
 @pytest.mark.parametrize(("backend", "model", "api"), CASES)
 def test_flow_matches_torch(backend, model, api, request):
-    ours, theirs = flow_results(api, model, backend, backend.builder.ours()(), backend.builder.theirs()())
-    found = differences(ours, theirs)
+    found = case_failures(request.node.callspec.id, backend, model, api, backend.builder.ours()())
     assert not found, "\n".join(found)
-    assert bool(theirs["steps"]) != (request.node.callspec.id in TORCH_FAILS_BEFORE_ANY_STEP), theirs["raised"]
 
 
-def _without_conv2d_relu_fusion(config: BackendConfig) -> BackendConfig:
-    kept = [c for c in config.configs if c.pattern != (nn.Conv2d, nn.ReLU)]
-    assert len(kept) == len(config.configs) - 1
-    return BackendConfig(config.name).set_backend_pattern_configs(kept)
+# One case per counted backend and flow: the last, whose model (embeddings, layer_norm, ...) is cheap.
+_SAMPLE = {
+    (backend.label, api.removesuffix("_without_lowering")): case
+    for case in CASES
+    for backend, _, api in [case.values]
+    if backend.consumed_by_fx
+}
+
+
+@pytest.mark.parametrize(("backend", "model", "api"), _SAMPLE.values())
+def test_an_empty_config_fails_the_case(backend, model, api, request):
+    """Swapping the config under test for an empty BackendConfig of the same name fails the case."""
+    empty = BackendConfig(backend.builder.ours()().name)
+    found = case_failures(request.node.callspec.id, backend, model, api, empty)
+    assert any(difference.startswith("result") for difference in found), found
+
+
+def _without(pattern) -> Callable[[BackendConfig], BackendConfig]:
+    """A mutation that removes pattern's config, and nothing else."""
+
+    def remove(config: BackendConfig) -> BackendConfig:
+        kept = [c for c in config.configs if c.pattern != pattern]
+        assert len(kept) == len(config.configs) - 1
+        return BackendConfig(config.name).set_backend_pattern_configs(kept)
+
+    return remove
 
 
 def _with_conv_relu2d_qint8_activations(config: BackendConfig) -> BackendConfig:
@@ -791,12 +905,22 @@ def _with_max_pool2d_own_observer(config: BackendConfig) -> BackendConfig:
     ("mutate", "model_name", "api", "reported"),
     [
         # (Conv2d, F.relu) fusion looks up the (Conv2d, ReLU) fuser: without it, fuse_fx raises.
-        (_without_conv2d_relu_fusion, "conv_bn_relu", "fuse", "result['raised']"),
+        (_without((nn.Conv2d, nn.ReLU)), "conv_bn_relu", "fuse", "result['raised']"),
+        # Without it, fc2 and F.relu stay apart: one module fewer fused, the same outputs.
+        (_without((nn.Linear, F.relu)), "linear", "fuse", "['fused']['modules']"),
+        # The bag stays float, its sibling nn.Embedding is still quantized.
+        (_without(nn.EmbeddingBag), "embeddings", "ptq", "['lowered']['modules']"),
         (_with_conv_relu2d_qint8_activations, "conv_bn_relu", "ptq", "['reference']['code']: differs"),
         # Same code; only the observer instances, their statistics and the outputs tell.
         (_with_max_pool2d_own_observer, "shared_qparams", "ptq", "['prepared']['modules']"),
     ],
-    ids=["drop_conv2d_relu_fusion", "conv_relu2d_qint8_dtypes", "max_pool2d_own_observer"],
+    ids=[
+        "drop_conv2d_relu_fusion",
+        "drop_linear_functional_relu_fusion",
+        "drop_embedding_bag",
+        "conv_relu2d_qint8_dtypes",
+        "max_pool2d_own_observer",
+    ],
 )
 def test_harness_reports_a_mutated_config(mutate, model_name, api, reported):
     """One altered pattern config in our fbgemm config is enough for a flow to differ from torch's."""
