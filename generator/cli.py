@@ -35,6 +35,8 @@ EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.FormattingError: ERROR,
     errors.LintError: ERROR,
     errors.GitError: ERROR,
+    errors.ReferenceBuilderError: ERROR,
+    errors.GeneratedModuleError: ERROR,
 }
 FIX_COMMAND = "python -m generator regenerate"
 
@@ -190,15 +192,29 @@ def cmd_diff(args, console: Console) -> int:
     from generator import reviewing, spec_loading
 
     refs = reviewing.builders(spec_loading.load_modules(args.root), args.backends)
-    if args.rev:
-        lines = reviewing.against_revision(args.root, args.rev, refs)
-    else:
-        lines = reviewing.against_torch(args.root, refs)
+    if not args.rev:
+        return _report_against_torch(reviewing.against_torch(args.root, refs), console)
+    lines = reviewing.against_revision(args.root, args.rev, refs)
     for line in lines:
         console.say(line)
     if not lines:
         console.say("no differences", "green")
     return DIFFERENT if lines else OK
+
+
+def _report_against_torch(review, console: Console) -> int:
+    """Undeclared drift first (exit 1), then what the spec declares on purpose (exit 0)."""
+    for line in review.drift:
+        console.say(line)
+    if not review.drift:
+        console.say("no undeclared differences" if review.declared else "no differences", "green")
+    if review.declared:
+        console.say("declared differences (deliberate, see the spec):")
+        for line in review.declared:
+            console.say(line)
+    if review.unreferenced:
+        console.say(f"not compared (no reference builder): {', '.join(review.unreferenced)}")
+    return DIFFERENT if review.drift else OK
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -73,3 +73,11 @@ class LintError(GeneratorError):
 
 class GitError(GeneratorError):
     """A git command needed by `diff --rev` failed."""
+
+
+class ReferenceBuilderError(GeneratorError):
+    """A backend's reference builder is not callable, fails, or returns no BackendConfig."""
+
+
+class GeneratedModuleError(GeneratorError):
+    """A generated module that `diff` needs is missing or fails to import."""

@@ -6,14 +6,15 @@ each cell lists the dtype configs that backend registers for the pattern, empty
 when it does not support it. Families are in alphabetical order; rows keep the
 order in which the backends, read left to right, register the patterns. Both
 orders move only when a pattern comes or goes, so a one-op spec change touches
-one row.
+one row. A backend's declared differences from its reference builder mark its
+cells: added and changed patterns, and a row for each pattern it removes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.expansion import ExpandedModule
+from generator.expansion import ExpandedBackend, ExpandedModule
 from generator.model import DTypeConfig, DTypeWithConstraints, PatternConfig
 from generator.source_spelling import python_source
 
@@ -32,6 +33,7 @@ class Column:
 class Row:
     pattern: str
     cells: tuple[tuple[str, ...], ...]  # per column: dtype config names, () when unsupported
+    marks: tuple[str, ...] = ()  # per column: the declared "added", "removed", "changed", or ""
 
     @property
     def everywhere(self) -> bool:
@@ -64,6 +66,11 @@ class SupportMatrix:
     families: tuple[Family, ...]
     legend: tuple[LegendEntry, ...]
 
+    @property
+    def declared(self) -> bool:
+        """Whether any cell is marked as a declared difference from a reference builder."""
+        return any(any(row.marks) for family in self.families for row in family.rows)
+
 
 def support_matrix(modules: list[ExpandedModule]) -> SupportMatrix:
     backends = [(module, expanded.backend) for module in modules for expanded in module.backends]
@@ -76,10 +83,30 @@ def support_matrix(modules: list[ExpandedModule]) -> SupportMatrix:
             labels.setdefault(row, _label(config))
             cells.setdefault(row, [()] * len(backends))[index] = tuple(d.name for d in config.dtype_configs)
     families = {}
+    marks = _declared_marks([expanded for module in modules for expanded in module.backends], cells, labels)
     for family, key in cells:
-        families.setdefault(family, []).append(Row(labels[(family, key)], tuple(cells[(family, key)])))
+        row = (family, key)
+        families.setdefault(family, []).append(Row(labels[row], tuple(cells[row]), marks.get(row, ())))
     ordered = tuple(Family(name, tuple(families[name])) for name in sorted(families))
     return SupportMatrix(columns, ordered, _legend(modules))
+
+
+def _declared_marks(backends: list[ExpandedBackend], cells: dict, labels: dict) -> dict[tuple[str, str], tuple]:
+    """Per row, each column's declared difference; removed patterns get their row (empty cells) here."""
+    marks: dict[tuple[str, str], list[str]] = {}
+    for index, expanded in enumerate(backends):
+        kinds = {(d.kind, d.key) for d in expanded.declarations}
+        for config in expanded.backend.configs:
+            kind = next((k for k in ("added", "changed") if (k, config.key) in kinds), None)
+            if kind:
+                row = (config.section or OTHER_FAMILY, python_source(config.key))
+                marks.setdefault(row, [""] * len(backends))[index] = kind
+        for removal in expanded.backend.removals if expanded.declarations else ():
+            row = (removal.section or OTHER_FAMILY, python_source(removal.key))
+            labels.setdefault(row, python_source(removal.pattern))
+            cells.setdefault(row, [()] * len(backends))
+            marks.setdefault(row, [""] * len(backends))[index] = "removed"
+    return {row: tuple(kinds) for row, kinds in marks.items()}
 
 
 def _label(config: PatternConfig) -> str:

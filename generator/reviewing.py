@@ -3,34 +3,48 @@
 Both sides are built by running the builders, then compared pattern by pattern
 (`generator.compare.diff_backend_configs`), so the output speaks of patterns and
 fields (`fbgemm: (nn.Conv2d, nn.ReLU): dtype_configs: + ...`), not of lines.
+Against torch (any reference builder), the differences a spec declares are
+reported apart from undeclared drift, and backends without a reference builder
+are named but not compared.
 """
 
 from __future__ import annotations
 
-import importlib
 import subprocess
 import types
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.errors import GitError, SpecFieldError
-from generator.model import ModuleSpec
+from generator.errors import GeneratedModuleError, GitError, SpecFieldError
+from generator.expansion import Declaration, expand_backend
+from generator.model import ModuleSpec, SourceLocation
 
 
 @dataclass(frozen=True)
 class BuilderRef:
-    """One generated builder: its module, function name and torch's counterpart."""
+    """One generated builder: its module, function name, reference builder and declared differences."""
 
     label: str
     module: str
     function: str
-    torch_builder: str | None
+    torch_builder: str | None  # the reference builder's dotted path
+    declarations: tuple[Declaration, ...] = ()
+    location: SourceLocation | None = None
+
+
+@dataclass(frozen=True)
+class TorchReview:
+    """`diff --against-torch`: undeclared drift, declared differences, and backends not compared."""
+
+    drift: list[str]  # undeclared differences and declarations that do not happen: exit 1
+    declared: list[str]  # differences the spec declares, with their reasons
+    unreferenced: list[str]  # labels of backends that have no reference builder
 
 
 def builders(modules: list[ModuleSpec], wanted: list[str]) -> list[BuilderRef]:
     """The builders of the given spec modules, filtered by backend or module name."""
     found = [
-        BuilderRef(b.builder.removeprefix("get_").removesuffix("_backend_config"), m.name, b.builder, b.reference)
+        BuilderRef(b.label, m.name, b.builder, b.reference, expand_backend(b).declarations, b.location)
         for m in modules
         for b in m.backends
     ]
@@ -41,16 +55,42 @@ def builders(modules: list[ModuleSpec], wanted: list[str]) -> list[BuilderRef]:
     return [f for f in found if not wanted or f.label in wanted or f.module in wanted]
 
 
-def against_torch(root: Path, refs: list[BuilderRef]) -> list[str]:
+def against_torch(root: Path, refs: list[BuilderRef]) -> TorchReview:
+    """Each builder that has a reference against it; the others are only named."""
+    review = TorchReview([], [], [ref.label for ref in refs if ref.torch_builder is None])
+    for ref in refs:
+        if ref.torch_builder is not None:
+            _review_one(root, ref, review)
+    return review
+
+
+def _review_one(root: Path, ref: BuilderRef, review: TorchReview) -> None:
+    from generator import divergence
     from generator.compare import diff_backend_configs
 
-    lines = []
-    for ref in refs:
-        module = _import_generated(root, ref.module)
-        torch_module, _, function = ref.torch_builder.rpartition(".")
-        theirs = getattr(importlib.import_module(torch_module), function)()
-        lines += diff_backend_configs(ref.label, theirs, getattr(module, ref.function)(), _dtype_names(module))
-    return lines
+    module = _import_generated(root, ref.module)
+    ours = _build(module, ref)
+    theirs = divergence.build_reference(ref.torch_builder, root, ref.location)
+    names = _dtype_names(module)
+    split = divergence.split_differences(ref.label, ours, theirs, ref.declarations)
+    keys = {divergence.torch_key(d.key) for d in ref.declarations}
+    drift = diff_backend_configs(ref.label, divergence.without(theirs, keys), divergence.without(ours, keys), names)
+    review.drift.extend(drift or [str(d) for d in split.undeclared])
+    review.drift.extend(split.stale)
+    for declaration in split.declared:
+        review.declared.append(str(declaration))
+        if declaration.kind == "changed":
+            key = {divergence.torch_key(declaration.key)}
+            changes = diff_backend_configs(ref.label, divergence.only(theirs, key), divergence.only(ours, key), names)
+            review.declared.extend(f"  {line}" for line in changes)
+
+
+def _build(module: types.ModuleType, ref: BuilderRef):
+    builder = getattr(module, ref.function, None)
+    if builder is None:
+        fix = "run python -m generator regenerate"
+        raise GeneratedModuleError(f"generated/{ref.module}.py has no {ref.function}; {fix}")
+    return builder()
 
 
 def against_revision(root: Path, revision: str, refs: list[BuilderRef]) -> list[str]:
@@ -72,7 +112,12 @@ def against_revision(root: Path, revision: str, refs: list[BuilderRef]) -> list[
 
 def _import_generated(root: Path, name: str) -> types.ModuleType:
     path = root / "generated" / f"{name}.py"
-    return _module_from_source(f"generated.{name}", path.read_text(), str(path))
+    if not path.exists():
+        raise GeneratedModuleError(f"generated/{name}.py is missing; run python -m generator regenerate")
+    try:
+        return _module_from_source(f"generated.{name}", path.read_text(), str(path))
+    except Exception as error:
+        raise GeneratedModuleError(f"generated/{name}.py fails to import: {type(error).__name__}: {error}") from None
 
 
 def _module_at_revision(root: Path, revision: str, name: str) -> types.ModuleType | None:
