@@ -12,12 +12,11 @@ exports is some backend's reference.
 import functools
 import importlib
 import importlib.util
-import sys
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from generator import pipeline
+from generator import pipeline, resolution
 from generator.expansion import Declaration, ExpandedBackend
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,10 +56,9 @@ class Builder:
         """The reference builder, imported as `python -m generator diff` does (project root on sys.path)."""
         if self.reference is None:
             raise LookupError(f"{self.id} has no reference builder")
-        if str(self.root) not in sys.path:
-            sys.path.insert(0, str(self.root))
         module, _, function = self.reference.rpartition(".")
-        return getattr(importlib.import_module(module), function)
+        with resolution.project_on_path(self.root):
+            return getattr(importlib.import_module(module), function)
 
 
 def discover(root: Path = ROOT) -> list[Builder]:

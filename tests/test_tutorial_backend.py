@@ -7,6 +7,7 @@ FX flows must give the same graphs and bit-identical outputs as a BackendConfig
 written here by hand in torch's own API, as the tutorial writes it.
 """
 
+import inspect
 import os
 import shutil
 import subprocess
@@ -75,7 +76,6 @@ def test_check_matrix_and_diff_handle_a_backend_without_a_reference(tutorial, ca
     code, out = run(capsys, project, "check")
     files = len(list((project / "spec").glob("[!_]*.py"))) + 1  # each module and the matrix
     assert code == 0 and out.startswith(f"{files} generated files are up to date\n"), out
-    assert run(capsys, project, "check", "--full")[0] == 0
     code, out = run(capsys, project, "matrix", "--stdout")
     assert code == 0
     assert "| `my_backend` | `get_my_backend_config` | `generated/my_backend.py` | 3 |" in out
@@ -184,3 +184,50 @@ def test_fx_flows_match_the_hand_written_config_bit_for_bit(my_backend):
         assert result.codes == expected.codes, flow
         assert result.modules == expected.modules, flow
         assert all(torch.equal(a, b) for a, b in zip(result.outputs, expected.outputs, strict=True)), flow
+
+
+def add_reference(project, reference: str) -> int:
+    """Give the tutorial's backend a reference builder; the line number of the Backend(...) call."""
+    spec = project / "spec" / "my_backend.py"
+    argument = f"            reference={reference!r},\n"
+    text = spec.read_text().replace("        Backend(\n", "        Backend(\n" + argument, 1)
+    spec.write_text(text)
+    return text.splitlines().index("        Backend(") + 1
+
+
+def test_a_user_s_own_reference_builder_is_compared_like_torch_s(project, capsys):
+    """The hand-written config above, as a module in the project root, becomes the backend's reference."""
+    lay_over(project)
+    header = "import torch\nfrom torch.ao.quantization.backend_config import *  # noqa: F403\n\n\n"
+    source = header + inspect.getsource(tutorial_backend_config)
+    (project / "my_reference.py").write_text(source)
+    add_reference(project, "my_reference.tutorial_backend_config")
+    (project / "my_drifted_reference.py").write_text(
+        source.replace("        .set_backend_pattern_config(linear_config)\n", "")
+    )
+    try:
+        assert run(capsys, project, "regenerate", "--jobs", "1")[0] == 0
+        builder = next(b for b in discover(project) if b.module == "my_backend")
+        assert builder.reference == "my_reference.tutorial_backend_config"
+        assert not compare_backend_configs("my_backend", builder.ours()(), builder.theirs()())
+        assert run(capsys, project, "diff", "--against-torch", "my_backend") == (0, "no differences\n")
+        spec = project / "spec" / "my_backend.py"
+        spec.write_text(spec.read_text().replace("my_reference.", "my_drifted_reference."))
+        assert run(capsys, project, "regenerate", "--jobs", "1")[0] == 0
+        code, out = run(capsys, project, "diff", "--against-torch", "my_backend")
+        assert (code, out) == (1, "my_backend: + pattern nn.Linear\n")
+    finally:
+        for name in ("my_reference", "my_drifted_reference"):
+            sys.modules.pop(name, None)
+
+
+def test_a_missing_reference_builder_is_a_one_line_error(project, capsys):
+    lay_over(project)
+    line = add_reference(project, "no_such_module.get_config")
+    before = (project / "docs" / "support-matrix.md").read_bytes()
+    code, out = run(capsys, project, "regenerate", "--jobs", "1")
+    assert code == 2
+    missing = "unknown name no_such_module.get_config: no module no_such_module"
+    assert out == f"error: spec/my_backend.py:{line}: {missing}\n"
+    assert not (project / "generated" / "my_backend.py").exists()
+    assert (project / "docs" / "support-matrix.md").read_bytes() == before
