@@ -6,15 +6,15 @@ each cell lists the dtype configs that backend registers for the pattern, empty
 when it does not support it. Families are in alphabetical order; rows keep the
 order in which the backends, read left to right, register the patterns. Both
 orders move only when a pattern comes or goes, so a one-op spec change touches
-one row. A backend's declared differences from its reference builder mark its
-cells: added and changed patterns, and a row for each pattern it removes.
+one row. A pattern a backend declares removed (relative to its reference
+builder) keeps a row, and every declared difference is listed with its reason.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.expansion import ExpandedBackend, ExpandedModule
+from generator.expansion import Declaration, ExpandedBackend, ExpandedModule
 from generator.model import DTypeConfig, DTypeWithConstraints, PatternConfig
 from generator.source_spelling import python_source
 
@@ -33,7 +33,6 @@ class Column:
 class Row:
     pattern: str
     cells: tuple[tuple[str, ...], ...]  # per column: dtype config names, () when unsupported
-    marks: tuple[str, ...] = ()  # per column: the declared "added", "removed", "changed", or ""
 
     @property
     def everywhere(self) -> bool:
@@ -65,11 +64,7 @@ class SupportMatrix:
     columns: tuple[Column, ...]
     families: tuple[Family, ...]
     legend: tuple[LegendEntry, ...]
-
-    @property
-    def declared(self) -> bool:
-        """Whether any cell is marked as a declared difference from a reference builder."""
-        return any(any(row.marks) for family in self.families for row in family.rows)
+    declarations: tuple[Declaration, ...] = ()  # declared differences from reference builders
 
 
 def support_matrix(modules: list[ExpandedModule]) -> SupportMatrix:
@@ -82,31 +77,23 @@ def support_matrix(modules: list[ExpandedModule]) -> SupportMatrix:
             row = (config.section or OTHER_FAMILY, python_source(config.key))
             labels.setdefault(row, _label(config))
             cells.setdefault(row, [()] * len(backends))[index] = tuple(d.name for d in config.dtype_configs)
+    expanded = [e for module in modules for e in module.backends]
+    _add_removed_rows(expanded, cells, labels)
     families = {}
-    marks = _declared_marks([expanded for module in modules for expanded in module.backends], cells, labels)
     for family, key in cells:
-        row = (family, key)
-        families.setdefault(family, []).append(Row(labels[row], tuple(cells[row]), marks.get(row, ())))
+        families.setdefault(family, []).append(Row(labels[(family, key)], tuple(cells[(family, key)])))
     ordered = tuple(Family(name, tuple(families[name])) for name in sorted(families))
-    return SupportMatrix(columns, ordered, _legend(modules))
+    declarations = tuple(d for e in expanded for d in e.declarations)
+    return SupportMatrix(columns, ordered, _legend(modules), declarations)
 
 
-def _declared_marks(backends: list[ExpandedBackend], cells: dict, labels: dict) -> dict[tuple[str, str], tuple]:
-    """Per row, each column's declared difference; removed patterns get their row (empty cells) here."""
-    marks: dict[tuple[str, str], list[str]] = {}
-    for index, expanded in enumerate(backends):
-        kinds = {(d.kind, d.key) for d in expanded.declarations}
-        for config in expanded.backend.configs:
-            kind = next((k for k in ("added", "changed") if (k, config.key) in kinds), None)
-            if kind:
-                row = (config.section or OTHER_FAMILY, python_source(config.key))
-                marks.setdefault(row, [""] * len(backends))[index] = kind
+def _add_removed_rows(backends: list[ExpandedBackend], cells: dict, labels: dict) -> None:
+    """A pattern declared removed keeps its row, so a reader sees what was dropped."""
+    for expanded in backends:
         for removal in expanded.backend.removals if expanded.declarations else ():
             row = (removal.section or OTHER_FAMILY, python_source(removal.key))
             labels.setdefault(row, python_source(removal.pattern))
             cells.setdefault(row, [()] * len(backends))
-            marks.setdefault(row, [""] * len(backends))[index] = "removed"
-    return {row: tuple(kinds) for row, kinds in marks.items()}
 
 
 def _label(config: PatternConfig) -> str:

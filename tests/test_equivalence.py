@@ -191,6 +191,11 @@ def test_declared_differences_keep_the_suite_green(project, capsys):
     pt2e = next(b for b in builders if {d.kind for d in b.declarations} == {"removed", "changed"})
     assert len(pt2e.ours()().configs) == len(pt2e.theirs()().configs) - 1
     assert not mutations_missed(pt2e)
+    matrix = (project / "docs" / "support-matrix.md").read_text()
+    mish = "| `fbgemm` | `nn.Mish` | + added | Mish is quantized like ELU on our backends | `spec/_common.py:"
+    assert mish in matrix
+    assert "| `qnnpack_pt2e` | `torch.ops.aten.mm.default` | − removed | we lower mm ourselves |" in matrix
+    assert re.search(r"^\| ◐ `torch\.ops\.aten\.mm\.default` \|( · \|)+$", matrix, re.MULTILINE)
     code, out = diff(project, capsys)
     assert code == 0, out
     assert "no undeclared differences" in out
