@@ -365,8 +365,9 @@ class Declared:
 
     def __init__(self, kind: str, pattern, reason):
         self.location = spec_location()
-        if not isinstance(reason, str) or not reason.strip():
-            raise SpecFieldError(f"{kind}() needs a short reason, e.g. {kind}(nn.Mish, \"why\")", self.location)
+        if not isinstance(reason, str) or not reason.strip() or "\n" in reason.strip():
+            example = f'{kind}(nn.Mish, "why")'
+            raise SpecFieldError(f"{kind}() needs a short one-line reason, e.g. {example}", self.location)
         self.kind = kind
         self.pattern = pattern
         self.divergence = model.Divergence(kind, reason.strip(), self.location)
