@@ -231,3 +231,25 @@ def test_a_missing_reference_builder_is_a_one_line_error(project, capsys):
     assert out == f"error: spec/my_backend.py:{line}: {missing}\n"
     assert not (project / "generated" / "my_backend.py").exists()
     assert (project / "docs" / "support-matrix.md").read_bytes() == before
+
+
+def test_diff_failures_are_one_line_errors(project, capsys):
+    """A missing generated module, or a reference builder that raises: exit 2, one line, no traceback."""
+    reference = next(b for b in discover(project) if b.reference)
+    (project / "generated" / f"{reference.module}.py").unlink()
+    code, out = run(capsys, project, "diff", "--against-torch", reference.id)
+    missing = f"generated/{reference.module}.py is missing; run python -m generator regenerate"
+    assert (code, out) == (2, f"error: {missing}\n")
+    lay_over(project)
+    (project / "broken_reference.py").write_text("def get_config():\n    raise RuntimeError('no hardware')\n")
+    line = add_reference(project, "broken_reference.get_config")
+    assert run(capsys, project, "regenerate", "--jobs", "1")[0] == 0
+    try:
+        code, out = run(capsys, project, "diff", "--against-torch", "my_backend")
+    finally:
+        sys.modules.pop("broken_reference", None)
+    assert code == 2
+    assert out == (
+        f"error: spec/my_backend.py:{line}: reference builder broken_reference.get_config raised "
+        "RuntimeError: no hardware\n"
+    )
