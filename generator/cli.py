@@ -54,6 +54,8 @@ EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.FileAccessError: ERROR,
     errors.InternalError: ERROR,
     errors.Interrupted: INTERRUPTED,
+    errors.ReferenceBuilderError: ERROR,
+    errors.GeneratedModuleError: ERROR,
 }
 INTERRUPTED_MESSAGE = "interrupted; every file is its old or its new version"
 FIX_COMMAND = "python -m generator regenerate"
@@ -265,7 +267,12 @@ def cmd_diff(args, console: Console) -> int:
 
         refs = reviewing.builders(spec_loading.load_modules(root), args.backends)
         results, old, new = list(reviewing.against_torch(root, refs)), "torch", "generated"
+        uncompared = reviewing.unreferenced(refs)
+        if not results:  # nothing has a reference: say so, and that is no difference
+            console.out.write(review_formats.render(args.format, results, old, new, uncompared))
+            return OK
     else:
+        uncompared = []
         old_side, new_side = reviewing.parse_revisions(root, args.rev)
         for side in (old_side, new_side):
             reviewing.require_generated(side)
@@ -275,7 +282,7 @@ def cmd_diff(args, console: Console) -> int:
         old, new = old_side.title, new_side.title
     if not results:
         raise errors.NothingToCompareError("nothing to compare: no backend on either side")
-    console.out.write(review_formats.render(args.format, results, old, new))
+    console.out.write(review_formats.render(args.format, results, old, new, uncompared))
     return DIFFERENT if any(r.status != "same" for r in results) else OK
 
 

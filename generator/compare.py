@@ -931,14 +931,37 @@ class DTypeConfigChange:
 
 
 @dataclasses.dataclass(frozen=True)
+class DeclaredChange:
+    """A difference from the reference builder that the spec declares on purpose, with its reason."""
+
+    kind: str  # "added" | "removed" | "changed"
+    pattern: str
+    reason: str
+    location: str | None = None
+    fields: tuple[FieldChange, ...] = ()  # for "changed": what differs from the reference
+
+    def __str__(self) -> str:
+        at = f" ({self.location})" if self.location else ""
+        changes = "".join(f"; {f}" for f in self.fields)
+        return f"declared {self.kind} {self.pattern}{at}: {self.reason}{changes}"
+
+
+@dataclasses.dataclass(frozen=True)
 class BackendDiff:
-    """Everything that differs between two versions of one backend's config."""
+    """Everything that differs between two versions of one backend's config.
+
+    Against a reference builder, `declared` lists the differences the spec declares
+    (not drift), and `unexplained` the drift that is no pattern change: a declaration
+    that does not happen, or a comparator finding the pattern diff cannot show.
+    """
 
     backend: str
     status: str  # "same" | "changed" | "added" | "removed"
     name: FieldChange | None = None
     dtype_configs: tuple[DTypeConfigChange, ...] = ()
     patterns: tuple[PatternChange, ...] = ()
+    declared: tuple[DeclaredChange, ...] = ()
+    unexplained: tuple[str, ...] = ()
 
     def count(self, *changes: str) -> int:
         return sum(p.change in changes for p in self.patterns)
@@ -962,6 +985,7 @@ class BackendDiff:
                 lines.append(f"{prefix}{sign} pattern {change.pattern}{at}")
             else:
                 lines += [f"{prefix}{change.pattern}: {f}{at}" for f in change.fields]
+        lines += [f"{prefix}{problem}" for problem in self.unexplained]
         return lines
 
 

@@ -34,6 +34,8 @@ __all__ = [
     "MatchAllNode",
     "Module",
     "ObservationType",
+    "added",
+    "changed",
     "config",
     "fixed_qparams",
     "function",
@@ -46,6 +48,7 @@ __all__ = [
     "nnqr",
     "operator",
     "product",
+    "removed",
     "sequential",
     "torch",
 ]
@@ -314,6 +317,8 @@ def to_pattern(value, what: str = "pattern", nested: bool = False) -> model.Patt
         return value
     if isinstance(value, int) and not isinstance(value, bool) and complex_format:
         return value  # e.g. the index in (operator.getitem, max_pool2d_with_indices, 0)
+    if isinstance(value, Declared):
+        raise SpecFieldError(f"{value.kind}() must wrap a whole pattern, not a part of one", value.location)
     if isinstance(value, tuple) and not complex_format and nested:
         raise SpecFieldError(
             f"pattern element {describe(value)} is a tuple inside the pattern's tuple; a pattern is one op "
@@ -487,6 +492,11 @@ def config(pattern=None, dtype_configs=None, **settings) -> model.PatternConfig:
     complex_format = settings.pop("pattern_complex_format", None)
     if (pattern is None) == (complex_format is None):
         raise SpecFieldError("a pattern config needs exactly one of pattern and pattern_complex_format", location)
+    declared = pattern if isinstance(pattern, Declared) else complex_format
+    if isinstance(declared, Declared):
+        pattern, complex_format = declared.unwrap(pattern, complex_format)
+        if declared.kind == "removed":
+            return declared.removal(complex_format is not None, settings.get("section", ""))
     if dtype_configs is None:
         raise SpecFieldError("a pattern config needs dtype_configs", location)
     values = {key: _to_ref(settings.pop(key, None), key, "nni.ConvReLU2d") for key in _MODULE_FIELDS}
@@ -501,6 +511,7 @@ def config(pattern=None, dtype_configs=None, **settings) -> model.PatternConfig:
         input_type_to_index=_input_type_to_index(settings.pop("input_type_to_index", {})),
         section=_text(settings.pop("section", ""), "section", location),
         overrides=_reason(settings.pop("overrides", None), location),
+        divergence=declared.divergence if isinstance(declared, Declared) else None,
         location=location,
         **values,
     )
@@ -607,18 +618,78 @@ def product(**axes) -> list[SimpleNamespace]:
 
 
 # ---------------------------------------------------------------------------
+# Declared differences from the reference builder
+# ---------------------------------------------------------------------------
+
+
+class Declared:
+    """A pattern wrapped in added()/changed()/removed(): a deliberate difference, with its reason.
+
+    It stands where the pattern stands (in config(...) or in a list of ops that a
+    helper passes to config), so the declaration sits at the line that makes the change.
+    """
+
+    __slots__ = ("divergence", "kind", "location", "pattern")
+
+    def __init__(self, kind: str, pattern, reason):
+        self.location = spec_location()
+        if not isinstance(reason, str) or not reason.strip() or "\n" in reason.strip():
+            example = f'{kind}(nn.Mish, "why")'
+            raise SpecFieldError(f"{kind}() needs a short one-line reason, e.g. {example}", self.location)
+        self.kind = kind
+        self.pattern = pattern
+        self.divergence = model.Divergence(kind, reason.strip(), self.location)
+
+    def unwrap(self, pattern, complex_format):
+        """config()'s pattern and pattern_complex_format with this wrapper taken off."""
+        if pattern is self:
+            return self.pattern, complex_format
+        return pattern, self.pattern
+
+    def removal(self, complex_format: bool, section: str = "") -> model.Removal:
+        what = "pattern_complex_format" if complex_format else "pattern"
+        pattern = to_pattern(self.pattern, what)
+        return model.Removal(pattern, self.divergence, complex_format, section, self.location)
+
+    def __repr__(self) -> str:
+        return f"{self.kind}({self.pattern!r})"
+
+
+def added(pattern, reason: str) -> Declared:
+    """A pattern the reference builder does not register: `config(added(nn.Mish, "why"), ...)`."""
+    return Declared("added", pattern, reason)
+
+
+def changed(pattern, reason: str) -> Declared:
+    """A pattern both register, configured differently here: `config(changed(nn.Linear, "why"), ...)`."""
+    return Declared("changed", pattern, reason)
+
+
+def removed(pattern, reason: str) -> Declared:
+    """A reference pattern this backend drops: stands in a backend's configs or where config(...) gets it."""
+    return Declared("removed", pattern, reason)
+
+
+# ---------------------------------------------------------------------------
 # Backends and modules
 # ---------------------------------------------------------------------------
 
 
-def flatten(configs) -> tuple[model.PatternConfig, ...]:
-    """Sections may nest lists of pattern configs; the order is kept."""
+def flatten(configs) -> tuple[model.PatternConfig | model.Removal, ...]:
+    """Sections may nest lists of pattern configs (and declared removals); the order is kept."""
     if not isinstance(configs, (list, tuple)):
         raise SpecFieldError(f"configs must be a list of config(...), not {describe(configs)}", blame(configs))
     flat = []
     for item in configs:
-        if isinstance(item, model.PatternConfig):
+        if isinstance(item, Declared) and item.kind == "removed":
+            item = item.removal(complex_format=False)
+        if isinstance(item, (model.PatternConfig, model.Removal)):
             flat.append(item)
+        elif isinstance(item, Declared):
+            raise SpecFieldError(
+                f"{item.kind}() wraps the pattern inside config(...), e.g. config({item.kind}(nn.Mish, ...), dtypes)",
+                item.location,
+            )
         elif isinstance(item, (list, tuple)):
             flat.extend(flatten(item))
         else:
@@ -651,11 +722,13 @@ def Backend(name: str, builder: str, doc: str, configs, dict_builder=None, refer
     if reference is not None and not dotted:
         message = f"reference must be a dotted import path written as a string, not {describe(reference)}"
         raise SpecFieldError(message, location)
+    flat = flatten(configs)
     return model.Backend(
         name=name,
         builder=_identifier(builder, "builder", location),
         doc=_text(doc, "doc", location),
-        configs=flatten(configs),
+        configs=tuple(c for c in flat if isinstance(c, model.PatternConfig)),
+        removals=tuple(c for c in flat if isinstance(c, model.Removal)),
         dict_builder=None if dict_builder is None else _identifier(dict_builder, "dict_builder", location),
         reference=reference,
         location=location,

@@ -137,3 +137,11 @@ class Interrupted(GeneratorError):
 
 class InternalError(GeneratorError):
     """A bug in the generator itself: still one line, with what to report."""
+
+
+class ReferenceBuilderError(GeneratorError):
+    """A backend's reference builder is not callable, fails, or returns no BackendConfig."""
+
+
+class GeneratedModuleError(GeneratorError):
+    """A generated module that `diff` needs is missing or fails to import."""

@@ -6,7 +6,9 @@ without running them:
   constraints; here those become named dtype configs (`<base>_<suffix>`);
 - a pattern registered twice keeps its first position but takes the later
   config's content (BackendConfig stores configs in a dict keyed by pattern).
-It also collects the named constants and functions a generated module defines.
+It also collects the named constants and functions a generated module defines,
+and the differences from its reference builder that a backend declares
+(`added`, `removed`, `changed` in the spec).
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from generator.model import (
     FixedQParams,
     FunctionDef,
     ModuleSpec,
+    Pattern,
     PatternConfig,
+    SourceLocation,
     TorchRef,
 )
-from generator.source_spelling import MODULE_ALIASES, split_ref
+from generator.source_spelling import MODULE_ALIASES, python_source, split_ref
 
 
 @dataclass(frozen=True)
@@ -41,10 +45,42 @@ class Override:
 
 
 @dataclass(frozen=True)
+class Declaration:
+    """A declared difference from the reference builder: what, which pattern, why, and where."""
+
+    backend: str  # the backend's label
+    kind: str  # "added", "removed" or "changed"
+    key: Pattern  # the pattern in torch's reversed nested tuple format
+    pattern: str  # the pattern as the spec writes it
+    reason: str
+    location: SourceLocation | None
+
+    def __str__(self) -> str:
+        sign = {"added": "+", "removed": "-", "changed": "~"}[self.kind]
+        return f"{self.backend}: {sign} {self.kind} {self.pattern}: {self.reason} (declared at {self.location})"
+
+
+@dataclass(frozen=True)
 class ExpandedBackend:
     backend: Backend
     overridden: frozenset[int]
     overrides: tuple[Override, ...]
+
+    @property
+    def declarations(self) -> tuple[Declaration, ...]:
+        """Declared differences, in pattern order then removals; none without a reference builder."""
+        if self.backend.reference is None:
+            return ()
+        declared = [(c, c.divergence) for c in self.backend.configs if c.divergence is not None]
+        declared += [(r, r.divergence) for r in self.backend.removals]
+        found = {}
+        for item, divergence in declared:
+            shown = python_source(item.pattern if item.pattern is not None else item.key)
+            declaration = Declaration(
+                self.backend.label, divergence.kind, item.key, shown, divergence.reason, divergence.location
+            )
+            found.setdefault((declaration.kind, declaration.key), declaration)
+        return tuple(found.values())
 
 
 @dataclass(frozen=True)
@@ -98,7 +134,21 @@ def expand_backend(backend: Backend) -> ExpandedBackend:
         raise EmptyBackendError(f"backend {backend.name!r} has no patterns", backend.location)
     configs = [_derive_dtype_configs(c) for c in backend.configs]
     unique, overridden, overrides = deduplicate(backend.name, configs)
+    _check_removals(backend, unique)
     return ExpandedBackend(replace(backend, configs=unique), overridden, overrides)
+
+
+def _check_removals(backend: Backend, configs: tuple[PatternConfig, ...]) -> None:
+    """A pattern declared removed must not be registered by the same backend."""
+    registered = {c.key: c for c in configs}
+    for removal in backend.removals:
+        kept = registered.get(removal.key)
+        if kept is not None:
+            raise SpecFieldError(
+                f"pattern {python_source(removal.pattern)} is declared removed, but backend "
+                f"{backend.label!r} still registers it (at {kept.location})",
+                removal.location,
+            )
 
 
 def deduplicate(backend: str, configs: list[PatternConfig]):

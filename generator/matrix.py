@@ -6,14 +6,15 @@ each cell lists the dtype configs that backend registers for the pattern, empty
 when it does not support it. Families are in alphabetical order; rows keep the
 order in which the backends, read left to right, register the patterns. Both
 orders move only when a pattern comes or goes, so a one-op spec change touches
-one row.
+one row. A pattern a backend declares removed (relative to its reference
+builder) keeps a row, and every declared difference is listed with its reason.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.expansion import ExpandedModule
+from generator.expansion import Declaration, ExpandedBackend, ExpandedModule
 from generator.model import DTypeConfig, DTypeWithConstraints, PatternConfig
 from generator.source_spelling import python_source
 
@@ -63,6 +64,7 @@ class SupportMatrix:
     columns: tuple[Column, ...]
     families: tuple[Family, ...]
     legend: tuple[LegendEntry, ...]
+    declarations: tuple[Declaration, ...] = ()  # declared differences from reference builders
 
 
 def support_matrix(modules: list[ExpandedModule]) -> SupportMatrix:
@@ -75,11 +77,23 @@ def support_matrix(modules: list[ExpandedModule]) -> SupportMatrix:
             row = (config.section or OTHER_FAMILY, python_source(config.key))
             labels.setdefault(row, _label(config))
             cells.setdefault(row, [()] * len(backends))[index] = tuple(d.name for d in config.dtype_configs)
+    expanded = [e for module in modules for e in module.backends]
+    _add_removed_rows(expanded, cells, labels)
     families = {}
     for family, key in cells:
         families.setdefault(family, []).append(Row(labels[(family, key)], tuple(cells[(family, key)])))
     ordered = tuple(Family(name, tuple(families[name])) for name in sorted(families))
-    return SupportMatrix(columns, ordered, _legend(modules))
+    declarations = tuple(d for e in expanded for d in e.declarations)
+    return SupportMatrix(columns, ordered, _legend(modules), declarations)
+
+
+def _add_removed_rows(backends: list[ExpandedBackend], cells: dict, labels: dict) -> None:
+    """A pattern declared removed keeps its row, so a reader sees what was dropped."""
+    for expanded in backends:
+        for removal in expanded.backend.removals if expanded.declarations else ():
+            row = (removal.section or OTHER_FAMILY, python_source(removal.key))
+            labels.setdefault(row, python_source(removal.pattern))
+            cells.setdefault(row, [()] * len(backends))
 
 
 def _label(config: PatternConfig) -> str:

@@ -47,6 +47,29 @@ class TorchRef:
 Pattern = TorchRef | str | int | tuple
 
 
+def reversed_nested(pattern: Pattern) -> Pattern:
+    """A simple-format pattern in torch's reversed nested tuple format: torch's key for it."""
+    if not isinstance(pattern, tuple):
+        return pattern
+    if len(pattern) == 2:
+        first, second = pattern
+        return (second, first)
+    first, second, third = pattern
+    return (third, (second, first))
+
+
+DIVERGENCE_KINDS = ("added", "removed", "changed")
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """A deliberate difference from the backend's reference builder, declared where it is made."""
+
+    kind: str  # one of DIVERGENCE_KINDS, relative to the reference builder
+    reason: str
+    location: SourceLocation | None = field(default=None, compare=False, repr=False)
+
+
 @dataclass(frozen=True)
 class DTypeWithConstraints:
     """Mirror of torch's DTypeWithConstraints; `name` is the module-level constant."""
@@ -137,6 +160,7 @@ class PatternConfig:
     section: str = ""
     # The spec's reason for replacing an earlier config of the same pattern on purpose.
     overrides: str | None = field(default=None, compare=False, repr=False)
+    divergence: Divergence | None = None  # declared "added" or "changed" relative to the reference
     location: SourceLocation | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -144,13 +168,22 @@ class PatternConfig:
         """The pattern in torch's reversed nested tuple format: torch's duplicate key."""
         if self.pattern_complex_format is not None:
             return self.pattern_complex_format
-        if not isinstance(self.pattern, tuple):
-            return self.pattern
-        if len(self.pattern) == 2:
-            first, second = self.pattern
-            return (second, first)
-        first, second, third = self.pattern
-        return (third, (second, first))
+        return reversed_nested(self.pattern)
+
+
+@dataclass(frozen=True)
+class Removal:
+    """A pattern the reference builder registers and this backend deliberately does not."""
+
+    pattern: Pattern
+    divergence: Divergence
+    complex_format: bool = False  # `pattern` is already in reversed nested tuple format
+    section: str = ""
+    location: SourceLocation | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def key(self) -> Pattern:
+        return self.pattern if self.complex_format else reversed_nested(self.pattern)
 
 
 @dataclass(frozen=True)
@@ -163,6 +196,7 @@ class Backend:
     configs: tuple[PatternConfig, ...]
     dict_builder: str | None = None
     reference: str | None = None  # dotted path of the dynamic builder this one must equal
+    removals: tuple[Removal, ...] = ()  # reference patterns this backend declares it drops
     location: SourceLocation | None = field(default=None, compare=False, repr=False)
 
     @property

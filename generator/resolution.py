@@ -13,8 +13,10 @@ must have one name.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -56,7 +58,8 @@ def validate(modules: list[ModuleSpec], root: Path) -> None:
     facts = _read_cache(cache_file)
     unknown = {ref.path: ref for ref, _, _ in uses if ref.path not in facts}
     if unknown:
-        facts.update(_facts_from_torch(unknown))
+        with project_on_path(root):  # a reference builder may be the user's own module
+            facts.update(_facts_from_torch(unknown))
     for ref, role, what in uses:
         _check(ref, role, what, facts[ref.path])
     if unknown:
@@ -96,6 +99,8 @@ def _uses(modules):
                 yield TorchRef(backend.reference, backend.location), "callable", "reference"
             for config in backend.configs:
                 yield from _config_uses(config)
+            for removal in backend.removals:
+                yield from ((ref, "pattern", "a removed pattern element") for ref in _refs(removal.pattern))
         for dtype_config in module.extra_dtype_configs:
             yield from _dtype_config_uses(dtype_config, "dtype")
 
@@ -180,12 +185,25 @@ def _facts_from_torch(refs: dict[str, TorchRef]) -> dict[str, dict]:
     return facts
 
 
+@contextlib.contextmanager
+def project_on_path(root: Path):
+    """The project root first on sys.path, as for `python -m` run there, while names are imported."""
+    saved = list(sys.path)
+    sys.path.insert(0, str(root))
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+
+
+def load_object(ref: TorchRef):
+    """The object a dotted name stands for, imported as needed; a missing one is a one-line error."""
+    return _lookup(ref.path, ref)
+
+
 def _lookup(path: str, ref: TorchRef):
     parts = path.split(".")
-    try:
-        obj = importlib.import_module(parts[0])
-    except ImportError:
-        raise UnknownTorchNameError(f"unknown name {path}: no module {parts[0]}", ref.location) from None
+    obj = _import(parts[0], path, ref)
     for index, part in enumerate(parts[1:], start=1):
         try:
             obj = getattr(obj, part)
@@ -194,13 +212,32 @@ def _lookup(path: str, ref: TorchRef):
     return obj
 
 
+def _import(module: str, path: str, ref: TorchRef):
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        if error.name != module:
+            raise _import_failure(module, path, error, ref) from None
+        raise UnknownTorchNameError(f"unknown name {path}: no module {module}", ref.location) from None
+    except Exception as error:  # e.g. a user's reference builder module that fails to import
+        raise _import_failure(module, path, error, ref) from None
+
+
+def _import_failure(module: str, path: str, error: Exception, ref: TorchRef) -> UnknownTorchNameError:
+    return UnknownTorchNameError(f"cannot import {module} for {path}: {type(error).__name__}: {error}", ref.location)
+
+
 def _import_submodule(module: str, path: str, part: str, parent, ref: TorchRef):
     try:
         return importlib.import_module(module)
-    except ImportError:
+    except ModuleNotFoundError as error:
+        if error.name != module:  # the module exists but fails to import something else
+            raise _import_failure(module, path, error, ref) from None
         import difflib
 
         close = difflib.get_close_matches(part, [n for n in dir(parent) if not n.startswith("__")], n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         owner = module.rsplit(".", 1)[0]
         raise UnknownTorchNameError(f"unknown torch name {path}: {owner} has no {part!r}{hint}", ref.location) from None
+    except Exception as error:
+        raise _import_failure(module, path, error, ref) from None

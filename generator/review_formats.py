@@ -15,15 +15,26 @@ from generator.compare import BackendDiff, FieldChange, PatternChange
 FORMATS = ("text", "markdown", "json")
 
 
-def render(fmt: str, results: list[BackendDiff], old: str, new: str) -> str:
-    return {"text": text, "markdown": markdown, "json": as_json}[fmt](results, old, new)
+def render(fmt: str, results: list[BackendDiff], old: str, new: str, uncompared: list[str] = ()) -> str:
+    """`uncompared`: backends with no reference builder, named by `diff --against-torch`."""
+    return {"text": text, "markdown": markdown, "json": as_json}[fmt](results, old, new, list(uncompared))
 
 
-def text(results: list[BackendDiff], old: str, new: str) -> str:
+def text(results: list[BackendDiff], old: str, new: str, uncompared: list[str]) -> str:
     lines = [line for result in results for line in result.lines(old, new)]
-    if not lines:
-        lines = [f"no differences in {_backends(len(results))} ({old} -> {new})"]
+    if not lines and results:
+        lines = [f"no {_undeclared(results)}differences in {_backends(len(results))} ({old} -> {new})"]
+    declared = [f"{r.backend}: {change}" for r in results for change in r.declared]
+    if declared:
+        lines += ["declared differences (deliberate, see the spec):", *(f"  {line}" for line in declared)]
+    if uncompared:
+        lines.append(f"not compared (no reference builder): {', '.join(uncompared)}")
     return "\n".join(lines) + "\n"
+
+
+def _undeclared(results: list[BackendDiff]) -> str:
+    """'undeclared ' where the spec declares differences: those are not 'no differences'."""
+    return "undeclared " if any(r.declared for r in results) else ""
 
 
 def count_line(result: BackendDiff) -> str:
@@ -36,11 +47,14 @@ def count_line(result: BackendDiff) -> str:
     return line
 
 
-def markdown(results: list[BackendDiff], old: str, new: str) -> str:
+def markdown(results: list[BackendDiff], old: str, new: str, uncompared: list[str]) -> str:
     different = [r for r in results if r.status != "same"]
     lines = [f"## Backend config diff: `{old}` → `{new}`", ""]
+    if uncompared:
+        lines += [f"Not compared (no reference builder): {', '.join(f'`{u}`' for u in uncompared)}.", ""]
+    lines += _markdown_declared(results)
     if not different:
-        return "\n".join([*lines, f"No differences in {_backends(len(results))}.", ""])
+        return "\n".join([*lines, f"No {_undeclared(results)}differences in {_backends(len(results))}.", ""])
     lines += [f"{len(different)} of {_backends(len(results))} changed.", ""]
     for result in different:
         status = {"added": f" (new: not in `{old}`)", "removed": f" (removed: not in `{new}`)"}.get(result.status, "")
@@ -51,8 +65,21 @@ def markdown(results: list[BackendDiff], old: str, new: str) -> str:
             lines.append(f"- dtype config `{dtype_config.name}`:")
             lines += [f"  - {_markdown_field(f)}" for f in dtype_config.fields]
         lines += [_markdown_pattern(change) for change in result.patterns]
+        lines += [f"- {problem}" for problem in result.unexplained]
         lines.append("")
     return "\n".join(lines)
+
+
+def _markdown_declared(results: list[BackendDiff]) -> list[str]:
+    declared = [(r.backend, change) for r in results for change in r.declared]
+    if not declared:
+        return []
+    lines = ["Declared differences (deliberate, see the spec):", ""]
+    for backend, change in declared:
+        at = f" (`{change.location}`)" if change.location else ""
+        fields = "".join(f"; {_markdown_field(f)}" for f in change.fields)
+        lines.append(f"- {backend}: {change.kind} `{change.pattern}`{at}: {change.reason}{fields}")
+    return [*lines, ""]
 
 
 def _markdown_pattern(change: PatternChange) -> str:
@@ -72,12 +99,13 @@ def _markdown_field(change: FieldChange) -> str:
     return f"{change.field}: `{change.old}` → `{change.new}`"
 
 
-def as_json(results: list[BackendDiff], old: str, new: str) -> str:
+def as_json(results: list[BackendDiff], old: str, new: str, uncompared: list[str]) -> str:
     document = {
         "old": old,
         "new": new,
         "different": any(r.status != "same" for r in results),
         "backends": [_backend_json(r) for r in results],
+        "not_compared": uncompared,
     }
     return json.dumps(document, indent=1) + "\n"
 
@@ -107,6 +135,17 @@ def _backend_json(result: BackendDiff) -> dict:
             }
             for p in result.patterns
         ],
+        "declared": [
+            {
+                "kind": d.kind,
+                "pattern": d.pattern,
+                "reason": d.reason,
+                "location": d.location,
+                "fields": [_field_json(f) for f in d.fields],
+            }
+            for d in result.declared
+        ],
+        "unexplained": list(result.unexplained),
     }
 
 

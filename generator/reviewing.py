@@ -10,11 +10,14 @@ A side of a revision diff is the working tree or a git revision. Its backends
 are found in its generated modules (every `get_*_backend_config` they export),
 so a backend that exists on one side only is listed with all its patterns, and
 its patterns are traced to spec lines by loading that side's spec.
+Against torch (any reference builder), the differences a spec declares are
+reported apart from undeclared drift, and backends without a reference builder
+are named but not compared.
 """
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
 import io
 import subprocess
 import tarfile
@@ -24,25 +27,29 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.errors import GeneratorError, GitError, NothingToCompareError, UnknownBackendError
-from generator.model import Backend, ModuleSpec
+from generator.compare import BackendDiff
+from generator.errors import GeneratedModuleError, GeneratorError, GitError, NothingToCompareError, UnknownBackendError
+from generator.expansion import Declaration, expand_backend
+from generator.model import Backend, ModuleSpec, SourceLocation
 
 WORKING_TREE = "working tree"
 
 
 @dataclass(frozen=True)
 class BuilderRef:
-    """One generated builder: its module, function name and torch's counterpart."""
+    """One generated builder: its module, function name, reference builder and declared differences."""
 
     label: str
     module: str
     function: str
-    torch_builder: str | None
+    torch_builder: str | None  # the reference builder's dotted path
+    declarations: tuple[Declaration, ...] = ()
+    location: SourceLocation | None = None
 
 
 def builders(modules: list[ModuleSpec], wanted: list[str]) -> list[BuilderRef]:
     """The builders of the given spec modules, filtered by label, BackendConfig name or module name."""
-    found = [(BuilderRef(b.label, m.name, b.builder, b.reference), b.name) for m in modules for b in m.backends]
+    found = [(_builder_ref(m, b), b.name) for m in modules for b in m.backends]
     chosen = _choose(wanted, [(ref.label, {ref.label, name, ref.module}) for ref, name in found])
     return [ref for ref, _ in found if ref.label in chosen]
 
@@ -58,17 +65,61 @@ def _choose(wanted: list[str], known: list[tuple[str, set[str]]]) -> set[str]:
     return {label for label, names in known if names & set(wanted)}
 
 
-def against_torch(root: Path, refs: list[BuilderRef]) -> Iterator:
-    """One BackendDiff per builder: torch's builder (old) against the generated one (new)."""
+def _builder_ref(module: ModuleSpec, backend: Backend) -> BuilderRef:
+    declarations = expand_backend(backend).declarations
+    return BuilderRef(backend.label, module.name, backend.builder, backend.reference, declarations, backend.location)
+
+
+def against_torch(root: Path, refs: list[BuilderRef]) -> Iterator[BackendDiff]:
+    """One BackendDiff per builder that has a reference: the reference (old) against the generated one (new).
+
+    Declared patterns are left out of the drift and reported apart, each with its
+    reason; a declaration that does not happen counts as drift.
+    """
+    from generator import divergence
     from generator.compare import backend_diff
 
     locations = spec_locations(root)
     for ref in refs:
+        if ref.torch_builder is None:
+            continue
         module = _import_generated(root, ref.module)
-        torch_module, _, function = ref.torch_builder.rpartition(".")
-        theirs = getattr(importlib.import_module(torch_module), function)()
-        ours = getattr(module, ref.function)()
-        yield backend_diff(ref.label, theirs, ours, _dtype_names(module), ({}, locations.get(ref.label, {})))
+        ours = _build(module, ref)
+        theirs = divergence.build_reference(ref.torch_builder, root, ref.location)
+        names, where = _dtype_names(module), ({}, locations.get(ref.label, {}))
+        split = divergence.split_differences(ref.label, ours, theirs, ref.declarations)
+        keys = {divergence.torch_key(d.key) for d in ref.declarations}
+        drift = backend_diff(ref.label, divergence.without(theirs, keys), divergence.without(ours, keys), names, where)
+        # The reviewer's diff names every field the comparator checks; this is a safety net, not a format.
+        unexplained = split.stale + (() if drift.patterns or drift.name else tuple(map(str, split.undeclared)))
+        declared = tuple(_declared(d, theirs, ours, names, where, ref.label) for d in split.declared)
+        status = "changed" if unexplained else drift.status
+        yield dataclasses.replace(drift, status=status, unexplained=unexplained, declared=declared)
+
+
+def _declared(declaration: Declaration, theirs, ours, names, where, label: str):
+    """A declared difference with its reason and, for a changed pattern, the fields that change."""
+    from generator import divergence
+    from generator.compare import DeclaredChange, backend_diff
+
+    key = {divergence.torch_key(declaration.key)}
+    changes = backend_diff(label, divergence.only(theirs, key), divergence.only(ours, key), names, where)
+    fields = tuple(f for change in changes.patterns for f in change.fields)
+    location = str(declaration.location) if declaration.location else None
+    return DeclaredChange(declaration.kind, str(declaration.pattern), declaration.reason, location, fields)
+
+
+def unreferenced(refs: list[BuilderRef]) -> list[str]:
+    """Labels of the backends that have no reference builder to compare with."""
+    return [ref.label for ref in refs if ref.torch_builder is None]
+
+
+def _build(module: types.ModuleType, ref: BuilderRef):
+    builder = getattr(module, ref.function, None)
+    if builder is None:
+        fix = "run python -m generator regenerate"
+        raise GeneratedModuleError(f"generated/{ref.module}.py has no {ref.function}; {fix}")
+    return builder()
 
 
 # ---------------------------------------------------------------------------
@@ -214,7 +265,10 @@ def _import_generated(root: Path, name: str) -> types.ModuleType:
     path = root / "generated" / f"{name}.py"
     if not path.exists():
         raise NothingToCompareError(f"nothing to compare: generated/{name}.py does not exist")
-    return _module_from_source(f"generated.{name}", path.read_text(), str(path))
+    try:
+        return _module_from_source(f"generated.{name}", path.read_text(), str(path))
+    except Exception as error:
+        raise GeneratedModuleError(f"generated/{name}.py fails to import: {type(error).__name__}: {error}") from None
 
 
 def _module_from_source(name: str, source: str, filename: str) -> types.ModuleType:

@@ -1,69 +1,235 @@
-"""Every generated builder returns exactly what torch's builder returns."""
+"""Every generated builder equals its reference builder plus exactly the differences its spec declares.
+
+A spec may declare that a backend adds, removes or changes a pattern relative to
+its reference (`added(...)`, `removed(...)`, `changed(...)`). Then:
+- an undeclared difference fails, as without declarations;
+- a declaration that does not happen fails too, so that a stale one cannot linger.
+The declaration tests below make both breaks on a copy of the project.
+"""
 
 import importlib
+import inspect
+import pkgutil
+import re
 
 import pytest
-from torch.ao.quantization.backend_config import BackendConfig
+import torch.ao.quantization.backend_config as torch_backend_config
+from torch.ao.quantization.backend_config import BackendConfig, DTypeConfig
 
-from generator.compare import compare_backend_configs, compare_pattern_configs
-from tests.builders import BUILDERS, GENERATED_MODULES
+from generator import cli
+from generator.compare import _pattern_key, compare_pattern_configs
+from generator.divergence import split_differences, torch_key
+from tests.builders import BUILDERS, GENERATED_MODULES, REFERENCED, discover
 
-
-@pytest.mark.parametrize("builder", BUILDERS, ids=lambda b: b.id)
-def test_generated_builder_equals_torch(builder):
-    differences = compare_backend_configs(builder.id, builder.ours()(), builder.theirs()())
-    assert not differences, "\n".join(map(str, differences))
-
-
-def test_all_nine_builders_cover_torch_s_1429_patterns():
-    assert sum(len(b.ours()().configs) for b in BUILDERS) == 1429
+# ---------------------------------------------------------------------------
+# Equality with the reference
+# ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("builder", [b for b in BUILDERS if b.dict_function], ids=lambda b: b.id)
-def test_dict_builder_equals_torch(builder):
-    ours = getattr(importlib.import_module(f"generated.{builder.module}"), builder.dict_function)()
-    module = importlib.import_module(f"torch.ao.quantization.backend_config.{builder.torch_module}")
-    theirs = getattr(module, builder.dict_function)()
+def equality_failures(builder) -> list[str]:
+    """Why the builder is not its reference plus exactly its declared changes ([] when it is)."""
+    split = split_differences(builder.id, builder.ours()(), builder.theirs()(), builder.declarations)
+    return [f"undeclared: {d}" for d in split.undeclared] + [f"stale declaration: {s}" for s in split.stale]
+
+
+@pytest.mark.parametrize("builder", REFERENCED, ids=lambda b: b.id)
+def test_generated_builder_equals_its_reference_plus_declared_changes(builder):
+    failures = equality_failures(builder)
+    assert not failures, "\n".join(failures)
+
+
+def torch_builders() -> set[str]:
+    """Dotted paths of every builder function torch's backend_config package defines."""
+    found = set()
+    for info in pkgutil.iter_modules(torch_backend_config.__path__):
+        module = importlib.import_module(f"{torch_backend_config.__name__}.{info.name}")
+        for name, value in vars(module).items():
+            if re.fullmatch(r"get_\w+_backend_config", name) and inspect.isfunction(value):
+                if value.__module__ == module.__name__:
+                    found.add(f"{module.__name__}.{name}")
+    return found
+
+
+def test_every_torch_builder_is_the_reference_of_a_generated_one():
+    """Guards against a builder the spec forgets (the test list is discovered from the spec)."""
+    missing = torch_builders() - {b.reference for b in REFERENCED}
+    assert torch_builders() and not missing, sorted(missing)
+
+
+@pytest.mark.parametrize("builder", [b for b in REFERENCED if b.dict_function], ids=lambda b: b.id)
+def test_dict_builder_equals_the_reference_s(builder):
+    ours = getattr(builder.generated_module(), builder.dict_function)()
+    reference_module = importlib.import_module(builder.reference_module)
+    theirs_function = getattr(reference_module, builder.dict_function, None)
+    theirs = theirs_function() if theirs_function else builder.theirs()().to_dict()
     assert ours.keys() == theirs.keys()
-    assert [c.keys() for c in ours["configs"]] == [c.keys() for c in theirs["configs"]]
-    differences = compare_backend_configs(
-        builder.id, BackendConfig.from_dict(ours), BackendConfig.from_dict(theirs)
-    )
-    assert not differences, "\n".join(map(str, differences))
+    ours_config, theirs_config = BackendConfig.from_dict(ours), BackendConfig.from_dict(theirs)
+    declared = {torch_key(d.key) for d in builder.declarations}
+    assert _config_dict_keys(ours, ours_config, declared) == _config_dict_keys(theirs, theirs_config, declared)
+    split = split_differences(builder.id, ours_config, theirs_config, builder.declarations)
+    assert split.ok, "\n".join(map(str, [*split.undeclared, *split.stale]))
+
+
+def _config_dict_keys(as_dict, config: BackendConfig, declared: set) -> dict:
+    """{pattern key: the keys of its config dict}, outside the declared patterns."""
+    return {
+        _pattern_key(c): d.keys()
+        for c, d in zip(config.configs, as_dict["configs"], strict=True)
+        if _pattern_key(c) not in declared
+    }
 
 
 @pytest.mark.parametrize("module", GENERATED_MODULES)
-def test_module_exports_torch_s_public_names(module):
-    ours = importlib.import_module(f"generated.{module}")
-    torch_module = next(b.torch_module for b in BUILDERS if b.module == module)
-    theirs = importlib.import_module(f"torch.ao.quantization.backend_config.{torch_module}")
-    expected = set(getattr(theirs, "__all__", [b.function for b in BUILDERS if b.module == module]))
-    assert set(ours.__all__) == expected
+def test_module_exports_the_reference_module_s_public_names(module):
+    """Drop-in: a module whose builders all have one reference module exports that module's names."""
+    builders = [b for b in BUILDERS if b.module == module]
+    ours = builders[0].generated_module()
+    functions = {b.function for b in builders} | {b.dict_function for b in builders if b.dict_function}
+    assert functions <= set(ours.__all__)
+    references = {b.reference_module for b in builders}
+    if len(references) == 1 and None not in references:
+        theirs = importlib.import_module(references.pop())
+        assert set(ours.__all__) == set(getattr(theirs, "__all__", [b.function for b in builders]))
     for name in ours.__all__:
         assert getattr(ours, name) is not None
 
 
-def test_exported_dtype_configs_equal_torch_s():
-    import torch.ao.quantization.backend_config.native as theirs
+@pytest.mark.parametrize("module", sorted({b.module for b in REFERENCED}))
+def test_exported_dtype_configs_equal_the_reference_module_s(module):
+    builders = [b for b in REFERENCED if b.module == module]
+    ours = builders[0].generated_module()
+    theirs = importlib.import_module(builders[0].reference_module)
+    for name in ours.__all__:
+        if isinstance(getattr(ours, name), DTypeConfig) and hasattr(theirs, name):
+            assert vars(getattr(ours, name)) == vars(getattr(theirs, name)), name
 
-    import generated.native as ours
 
-    names = [n for n in theirs.__all__ if n.endswith("_dtype_config")]
-    assert names
-    for name in names:
-        assert vars(getattr(ours, name)) == vars(getattr(theirs, name)), name
+# ---------------------------------------------------------------------------
+# Mutation: the comparison cannot pass against a broken generated module
+# ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("builder", BUILDERS, ids=lambda b: b.id)
-def test_any_single_field_change_in_a_generated_pattern_fails_the_comparison(builder):
-    """The equality test above cannot pass against a broken generated module."""
+def paired_patterns(builder):
+    """(ours, theirs) pattern configs of the same pattern, declared patterns left out.
+
+    A pattern only one side has, and that no declaration explains, fails here with
+    the counts, since a mutation test over unpaired patterns would prove nothing.
+    """
+    declared = {torch_key(d.key) for d in builder.declarations}
+    ours = {_pattern_key(c): c for c in builder.ours()().configs if _pattern_key(c) not in declared}
+    theirs = {_pattern_key(c): c for c in builder.theirs()().configs if _pattern_key(c) not in declared}
+    unpaired = sorted(str(k) for k in ours.keys() ^ theirs.keys())
+    assert not unpaired, (
+        f"{builder.id}: {len(ours)} patterns against the reference's {len(theirs)} outside the "
+        f"{len(declared)} declared ones; no declaration explains {len(unpaired)}: {unpaired[:5]} "
+        "(declare them with added()/removed() in the spec, or fix the spec)"
+    )
+    return [(ours[key], theirs[key]) for key in theirs]
+
+
+def mutations_missed(builder) -> list[str]:
     from tests.test_compare import _mutations, _top_level_field
 
-    theirs = builder.theirs()().configs
     missed = []
-    for ours, expected in zip(builder.ours()().configs, theirs, strict=True):
+    for ours, expected in paired_patterns(builder):
         for field, mutated in _mutations(ours):
             reported = {d.field for d in compare_pattern_configs(builder.id, mutated, expected)}
             if _top_level_field(field) not in {_top_level_field(f) for f in reported}:
                 missed.append(f"{ours.pattern or ours._pattern_complex_format}: {field}")
-    assert not missed
+    return missed
+
+
+@pytest.mark.parametrize("builder", REFERENCED, ids=lambda b: b.id)
+def test_any_single_field_change_in_a_generated_pattern_fails_the_comparison(builder):
+    """The equality test above cannot pass against a broken generated module."""
+    assert not mutations_missed(builder)
+
+
+# ---------------------------------------------------------------------------
+# Declared differences, on a copy of the project
+# ---------------------------------------------------------------------------
+
+MISH = '    added(nn.Mish, "Mish is quantized like ELU on our backends"),\n'
+PT2E_MM = '                config(aten.mm.default, weighted, input_type_to_index={"weight": 1}, section="linear"),\n'
+PT2E_RELU = '                config(aten.relu.default, weighted, observation_type=SHARE_OBSERVER, section="relu"),\n'
+
+
+def declare(project, readme_mish=True):
+    """The README's example (Mish in DEFAULT_OPS) and a removal and a change in qnnpack_pt2e."""
+    if readme_mish:
+        common = project / "spec" / "_common.py"
+        text = common.read_text().replace("    F,\n", "    F,\n    added,\n", 1)
+        common.write_text(text.replace("F.leaky_relu, F.dropout,\n", f"F.leaky_relu, F.dropout,\n{MISH}", 1))
+    pt2e = project / "spec" / "qnnpack_pt2e.py"
+    text = pt2e.read_text().replace("Module, config,", "Module, changed, config, removed,")
+    text = text.replace(PT2E_MM, '                removed(aten.mm.default, "we lower mm ourselves"),\n')
+    text = text.replace(
+        PT2E_RELU, '                config(changed(aten.relu.default, "our relu gets its own observer"), weighted),\n'
+    )
+    pt2e.write_text(text)
+
+
+def regenerate(project, capsys):
+    code = cli.main(["--root", str(project), "regenerate", "--jobs", "2"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+
+
+def diff(project, capsys):
+    code = cli.main(["--root", str(project), "diff", "--against-torch"])
+    return code, capsys.readouterr().out
+
+
+def test_declared_differences_keep_the_suite_green(project, capsys):
+    """The README's "Adding an op" end to end: declared, the added op passes equality and mutation tests."""
+    declare(project)
+    regenerate(project, capsys)
+    builders = [b for b in discover(project) if b.reference]
+    assert {b.id for b in builders if any(d.kind == "added" for d in b.declarations)} >= {"fbgemm", "x86"}
+    for builder in builders:
+        assert not equality_failures(builder), builder.id
+    pt2e = next(b for b in builders if {d.kind for d in b.declarations} == {"removed", "changed"})
+    assert len(pt2e.ours()().configs) == len(pt2e.theirs()().configs) - 1
+    assert not mutations_missed(pt2e)
+    fbgemm = (project / "generated" / "fbgemm.py").read_text()
+    assert "# Added on purpose (unlike the reference builder): Mish is quantized like ELU on our backends" in fbgemm
+    assert "# Removed on purpose (unlike the reference builder): torch.ops.aten.mm.default: we lower mm ourselves" in (
+        project / "generated" / "qnnpack_pt2e.py"
+    ).read_text()
+    matrix = (project / "docs" / "support-matrix.md").read_text()
+    mish = "| `fbgemm` | `nn.Mish` | + added | Mish is quantized like ELU on our backends | `spec/_common.py:"
+    assert mish in matrix
+    assert "| `qnnpack_pt2e` | `torch.ops.aten.mm.default` | − removed | we lower mm ourselves |" in matrix
+    assert re.search(r"^\| ◐ `torch\.ops\.aten\.mm\.default` \|( · \|)+$", matrix, re.MULTILINE)
+    code, out = diff(project, capsys)
+    assert code == 0, out
+    assert "no undeclared differences" in out
+    assert re.search(r"fbgemm: declared added nn.Mish \(spec/_common.py:\d+\): Mish is quantized like ELU on our", out)
+    mm = r"qnnpack_pt2e: declared removed torch.ops.aten.mm.default \(spec/\S+\): we lower mm ourselves"
+    assert re.search(mm, out)
+    assert re.search(r"qnnpack_pt2e: declared changed torch.ops.aten.relu.default .*; observation_type: ", out)
+
+
+def test_undeclared_and_stale_differences_fail(project, capsys):
+    declare(project, readme_mish=False)
+    pt2e = project / "spec" / "qnnpack_pt2e.py"
+    text = pt2e.read_text()
+    # Undeclared: addmm dropped silently. Stale: conv "changed" but configured as the reference does.
+    text = text.replace("                config(aten.addmm.default,", "                # config(aten.addmm.default,")
+    text = text.replace("config(pattern, weighted, input_type_to_index=WEIGHT_BIAS_1_2", (
+        'config(changed(pattern, "no change at all") if pattern == conv else pattern, weighted, '
+        "input_type_to_index=WEIGHT_BIAS_1_2"))
+    pt2e.write_text(text)
+    regenerate(project, capsys)
+    builder = next(b for b in discover(project) if b.module == "qnnpack_pt2e")
+    failures = equality_failures(builder)
+    assert any(f.startswith("undeclared:") and "aten.addmm.default" in f for f in failures), failures
+    assert any("stale declaration:" in f and "it equals the reference's" in f for f in failures), failures
+    with pytest.raises(AssertionError, match=r"no declaration explains 1: .*addmm"):
+        paired_patterns(builder)
+    code, out = diff(project, capsys)
+    assert code == 1
+    drift, declared = out.split("declared differences (deliberate, see the spec):")
+    assert "qnnpack_pt2e: - pattern torch.ops.aten.addmm.default" in drift
+    assert "declared changed at spec/qnnpack_pt2e.py:" in drift and "aten.mm" not in drift
+    assert "declared removed torch.ops.aten.mm.default" in declared and "addmm" not in declared

@@ -1,0 +1,23 @@
+"""Broken on purpose: added() wraps part of a pattern instead of the whole pattern."""
+
+from generator.dsl import Backend, DTypeConfig, Module, added, config, nn, torch
+
+weighted_op_quint8_dtype_config = DTypeConfig(
+    input_dtype=torch.quint8, output_dtype=torch.quint8, weight_dtype=torch.qint8, bias_dtype=torch.float
+)
+weighted = [weighted_op_quint8_dtype_config]
+
+MODULE = Module(
+    doc="Broken on purpose.",
+    backends=[
+        Backend(
+            name="qnnpack_pytorch_2.0_export",
+            builder="get_qnnpack_pt2e_backend_config",
+            doc="Broken on purpose.",
+            reference="torch.ao.quantization.backend_config._qnnpack_pt2e.get_qnnpack_pt2e_backend_config",
+            configs=[
+                config((added(nn.Mish, "we fuse mish"), nn.ReLU), weighted),  # <- error
+            ],
+        )
+    ],
+)

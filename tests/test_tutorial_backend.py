@@ -1,0 +1,263 @@
+"""The backend of PyTorch's BackendConfig tutorial, added as one spec file, works with every command and test.
+
+tests/custom_backends/tutorial/ is laid over a copy of the project (as
+tests/bad_specs/ cases are): one spec file, spec/my_backend.py, with no reference
+builder. Every command must handle it, the generic checks must pass on it, and its
+FX flows must give the same graphs and bit-identical outputs as a BackendConfig
+written here by hand in torch's own API, as the tutorial writes it.
+"""
+
+import inspect
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch.ao.quantization.backend_config import (
+    BackendConfig,
+    BackendPatternConfig,
+    DTypeConfig,
+    DTypeWithConstraints,
+    ObservationType,
+)
+
+from generator import cli
+from generator.compare import compare_backend_configs
+from tests.builders import REFERENCED, discover
+from tests.conftest import ROOT, copy_project
+from tests.custom_backends import checks
+
+FIXTURE = ROOT / "tests" / "custom_backends" / "tutorial"
+
+
+def lay_over(project):
+    for source in FIXTURE.rglob("*.py"):
+        target = project / source.relative_to(FIXTURE)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+
+
+def run(capsys, project, *args):
+    code = cli.main(["--root", str(project), *args])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+@pytest.fixture(scope="module")
+def tutorial(tmp_path_factory):
+    """(project root, regenerate's output) for a copy of the project with the tutorial's backend added."""
+    project = copy_project(tmp_path_factory.mktemp("tutorial") / "project")
+    lay_over(project)
+    done = subprocess.run(
+        [sys.executable, "-m", "generator", "--root", str(project), "regenerate", "--jobs", "1"],
+        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return project, done.stdout
+
+
+@pytest.fixture(scope="module")
+def my_backend(tutorial):
+    found = [b for b in discover(tutorial[0]) if b.module == "my_backend"]
+    assert len(found) == 1 and found[0].reference is None
+    return found[0]
+
+
+def test_regenerate_writes_the_new_module_and_the_matrix_only(tutorial):
+    _, out = tutorial
+    written = sorted(line.split()[1] for line in out.splitlines() if line.startswith("written"))
+    assert written == ["docs/support-matrix.md", "generated/manifest.json", "generated/my_backend.py"]
+
+
+def test_check_matrix_and_diff_handle_a_backend_without_a_reference(tutorial, capsys):
+    project, _ = tutorial
+    code, out = run(capsys, project, "check")
+    files = len(list((project / "spec").glob("[!_]*.py"))) + 1  # each module and the matrix
+    assert code == 0 and out.startswith(f"{files} generated files are up to date\n"), out
+    code, out = run(capsys, project, "matrix", "--stdout")
+    assert code == 0
+    assert "| `my_backend` | `get_my_backend_config` | `generated/my_backend.py` | 3 |" in out
+    assert out == (project / "docs" / "support-matrix.md").read_text()
+    for wanted in ([], ["my_backend"]):
+        code, out = run(capsys, project, "diff", "--against-torch", *wanted)
+        assert code == 0, out
+        if wanted:  # nothing to compare at all: only the backend left out is named
+            assert out == "not compared (no reference builder): my_backend\n"
+        else:
+            assert out.splitlines() == [
+                f"no differences in {len(REFERENCED)} backends (torch -> generated)",
+                "not compared (no reference builder): my_backend",
+            ]
+
+
+def test_diff_against_torch_from_the_command_line_exits_0_without_a_traceback(tutorial):
+    project, _ = tutorial
+    done = subprocess.run(
+        [sys.executable, "-m", "generator", "--root", str(project), "diff", "--against-torch", "my_backend"],
+        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "not compared (no reference builder): my_backend\n"
+    assert "Traceback" not in done.stderr
+
+
+def test_diff_rev_shows_a_change_to_the_new_backend(project, capsys):
+    lay_over(project)
+    assert run(capsys, project, "regenerate", "--jobs", "1")[0] == 0
+    git = shutil.which("git")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
+        subprocess.run([git, "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(project), *args], check=True)
+    spec = project / "spec" / "my_backend.py"
+    spec.write_text(spec.read_text().replace("nn.Linear, weighted,", "nn.Linear, [],"))
+    assert run(capsys, project, "regenerate", "--jobs", "1")[0] == 0
+    code, out = run(capsys, project, "diff", "--rev", "HEAD", "my_backend")
+    assert code == 1
+    # the config(...) call that holds the pattern: the line before the pattern's
+    line = next(n for n, text in enumerate(spec.read_text().splitlines(), 1) if "nn.Linear, []," in text) - 1
+    assert out == f"my_backend: nn.Linear: dtype_configs: - weighted_int8_dtype_config  (spec/my_backend.py:{line})\n"
+
+
+def test_generic_checks_pass_on_the_tutorial_backend(my_backend):
+    assert not checks.expansion_differences(my_backend)
+    assert not checks.shared_objects(my_backend)
+    assert not checks.fresh_interpreter_failures([my_backend])
+    assert not checks.flow_problems(my_backend)
+
+
+def tutorial_backend_config() -> BackendConfig:
+    """The tutorial's BackendConfig, written as the tutorial writes it."""
+    quint8_with_constraints = DTypeWithConstraints(
+        dtype=torch.quint8,
+        quant_min_lower_bound=0,
+        quant_max_upper_bound=255,
+        scale_min_lower_bound=2**-12,
+    )
+    weighted_int8_dtype_config = DTypeConfig(
+        input_dtype=quint8_with_constraints,
+        output_dtype=quint8_with_constraints,
+        weight_dtype=torch.qint8,
+        bias_dtype=torch.float,
+    )
+
+    def fuse_conv2d_relu(is_qat, conv, relu):
+        return torch.ao.nn.intrinsic.ConvReLU2d(conv, relu)
+
+    linear_config = (
+        BackendPatternConfig(torch.nn.Linear)
+        .set_observation_type(ObservationType.OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT)
+        .add_dtype_config(weighted_int8_dtype_config)
+        .set_root_module(torch.nn.Linear)
+        .set_qat_module(torch.ao.nn.qat.Linear)
+        .set_reference_quantized_module(torch.ao.nn.quantized.reference.Linear)
+    )
+    conv_relu_config = (
+        BackendPatternConfig((torch.nn.Conv2d, torch.nn.ReLU))
+        .set_observation_type(ObservationType.OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT)
+        .add_dtype_config(weighted_int8_dtype_config)
+        .set_fused_module(torch.ao.nn.intrinsic.ConvReLU2d)
+        .set_fuser_method(fuse_conv2d_relu)
+    )
+    fused_conv_relu_config = (
+        BackendPatternConfig(torch.ao.nn.intrinsic.ConvReLU2d)
+        .set_observation_type(ObservationType.OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT)
+        .add_dtype_config(weighted_int8_dtype_config)
+        .set_root_module(torch.nn.Conv2d)
+        .set_qat_module(torch.ao.nn.intrinsic.qat.ConvReLU2d)
+        .set_reference_quantized_module(torch.ao.nn.quantized.reference.Conv2d)
+    )
+    return (
+        BackendConfig("my_backend")
+        .set_backend_pattern_config(linear_config)
+        .set_backend_pattern_config(conv_relu_config)
+        .set_backend_pattern_config(fused_conv_relu_config)
+    )
+
+
+def test_generated_config_equals_the_hand_written_one_field_by_field(my_backend):
+    differences = compare_backend_configs("my_backend", my_backend.ours()(), tutorial_backend_config())
+    assert not differences, "\n".join(map(str, differences))
+
+
+def test_fx_flows_match_the_hand_written_config_bit_for_bit(my_backend):
+    ours, theirs = my_backend.ours()(), tutorial_backend_config()
+    found = checks.branches(ours)
+    assert found == checks.branches(theirs) and len(found) == 2  # Linear, and Conv2d + ReLU
+    ours_results, theirs_results = checks.run_flows(found, ours), checks.run_flows(found, theirs)
+    assert set(ours_results) == set(theirs_results) == {"ptq", "qat", "fuse"}
+    for flow, (result, _) in ours_results.items():
+        expected = theirs_results[flow][0]
+        assert result.codes == expected.codes, flow
+        assert result.modules == expected.modules, flow
+        assert all(torch.equal(a, b) for a, b in zip(result.outputs, expected.outputs, strict=True)), flow
+
+
+def add_reference(project, reference: str) -> int:
+    """Give the tutorial's backend a reference builder; the line number of the Backend(...) call."""
+    spec = project / "spec" / "my_backend.py"
+    argument = f"            reference={reference!r},\n"
+    text = spec.read_text().replace("        Backend(\n", "        Backend(\n" + argument, 1)
+    spec.write_text(text)
+    return text.splitlines().index("        Backend(") + 1
+
+
+def test_a_user_s_own_reference_builder_is_compared_like_torch_s(project, capsys):
+    """The hand-written config above, as a module in the project root, becomes the backend's reference."""
+    lay_over(project)
+    header = "import torch\nfrom torch.ao.quantization.backend_config import *  # noqa: F403\n\n\n"
+    source = header + inspect.getsource(tutorial_backend_config)
+    (project / "my_reference.py").write_text(source)
+    add_reference(project, "my_reference.tutorial_backend_config")
+    (project / "my_drifted_reference.py").write_text(
+        source.replace("        .set_backend_pattern_config(linear_config)\n", "")
+    )
+    try:
+        assert run(capsys, project, "regenerate", "--jobs", "1")[0] == 0
+        builder = next(b for b in discover(project) if b.module == "my_backend")
+        assert builder.reference == "my_reference.tutorial_backend_config"
+        assert not compare_backend_configs("my_backend", builder.ours()(), builder.theirs()())
+        no_differences = "no differences in 1 backend (torch -> generated)\n"
+        assert run(capsys, project, "diff", "--against-torch", "my_backend") == (0, no_differences)
+        spec = project / "spec" / "my_backend.py"
+        spec.write_text(spec.read_text().replace("my_reference.", "my_drifted_reference."))
+        assert run(capsys, project, "regenerate", "--jobs", "1")[0] == 0
+        code, out = run(capsys, project, "diff", "--against-torch", "my_backend")
+        assert (code, out[: out.index("  (")]) == (1, "my_backend: + pattern nn.Linear")
+    finally:
+        for name in ("my_reference", "my_drifted_reference"):
+            sys.modules.pop(name, None)
+
+
+def test_a_missing_reference_builder_is_a_one_line_error(project, capsys):
+    lay_over(project)
+    line = add_reference(project, "no_such_module.get_config")
+    before = (project / "docs" / "support-matrix.md").read_bytes()
+    code, out = run(capsys, project, "regenerate", "--jobs", "1")
+    assert code == 2
+    missing = "unknown name no_such_module.get_config: no module no_such_module"
+    assert out == f"error: spec/my_backend.py:{line}: {missing}\n"
+    assert not (project / "generated" / "my_backend.py").exists()
+    assert (project / "docs" / "support-matrix.md").read_bytes() == before
+
+
+def test_diff_failures_are_one_line_errors(project, capsys):
+    """A missing generated module, or a reference builder that raises: exit 2, one line, no traceback."""
+    reference = next(b for b in discover(project) if b.reference)
+    (project / "generated" / f"{reference.module}.py").unlink()
+    code, out = run(capsys, project, "diff", "--against-torch", reference.id)
+    missing = f"nothing to compare: generated/{reference.module}.py is missing; fix: python -m generator regenerate"
+    assert (code, out) == (2, f"error: {missing}\n")
+    lay_over(project)
+    (project / "broken_reference.py").write_text("def get_config():\n    raise RuntimeError('no hardware')\n")
+    line = add_reference(project, "broken_reference.get_config")
+    assert run(capsys, project, "regenerate", "--jobs", "1")[0] == 0
+    try:
+        code, out = run(capsys, project, "diff", "--against-torch", "my_backend")
+    finally:
+        sys.modules.pop("broken_reference", None)
+    assert code == 2
+    assert out == (
+        f"error: spec/my_backend.py:{line}: reference builder broken_reference.get_config raised "
+        "RuntimeError: no hardware\n"
+    )
