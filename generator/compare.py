@@ -51,6 +51,7 @@ from torch.ao.quantization.backend_config.utils import (
 )
 from torch.ao.quantization.utils import MatchAllNode
 
+from generator.model import CONSTRAINT_BOUNDS, DTYPE_SIDES
 from generator.torch_names import describe_pattern, short_name
 
 # Every attribute of a BackendPatternConfig, in comparison order.  Attributes
@@ -78,19 +79,10 @@ VALUE_FIELDS = tuple(
     if f not in CALLABLE_FIELDS + DICT_FIELDS and f != "dtype_configs"
 )
 
-# The three constrained dtypes of a DTypeConfig, named as in DTypeConfig's
-# constructor (the attribute is f"{side}_with_constraints").
-DTYPE_SIDES = ("input_dtype", "output_dtype", "weight_dtype")
+# DTYPE_SIDES (from the model) name DTypeConfig's constrained dtypes as its
+# constructor does; the attribute is f"{side}_with_constraints".
 DTYPE_CONFIG_FIELDS = ("bias_dtype", "is_dynamic")
-CONSTRAINT_FIELDS = (
-    "dtype",
-    "quant_min_lower_bound",
-    "quant_max_upper_bound",
-    "scale_min_lower_bound",
-    "scale_max_upper_bound",
-    "scale_exact_match",
-    "zero_point_exact_match",
-)
+CONSTRAINT_FIELDS = ("dtype", *CONSTRAINT_BOUNDS)
 _DTYPE_CONFIG_ATTRIBUTES = frozenset(
     [f"{side}_with_constraints" for side in DTYPE_SIDES] + list(DTYPE_CONFIG_FIELDS)
 )

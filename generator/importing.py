@@ -250,16 +250,8 @@ def _dtype_config_key(dtype_config) -> tuple:
     return sides + (repr(dtype_config.bias_dtype), repr(dtype_config.is_dynamic))
 
 
-_SIDES = ("input_dtype", "output_dtype", "weight_dtype")
-_CONSTRAINT_FIELDS = (
-    "dtype",
-    "quant_min_lower_bound",
-    "quant_max_upper_bound",
-    "scale_min_lower_bound",
-    "scale_max_upper_bound",
-    "scale_exact_match",
-    "zero_point_exact_match",
-)
+_SIDES = model.DTYPE_SIDES
+_CONSTRAINT_FIELDS = ("dtype", *model.CONSTRAINT_BOUNDS)
 
 
 class _DTypeNamer:

@@ -70,6 +70,18 @@ class Divergence:
     location: SourceLocation | None = field(default=None, compare=False, repr=False)
 
 
+# torch's DTypeWithConstraints fields after `dtype`, and DTypeConfig's constrained sides, in torch's order.
+CONSTRAINT_BOUNDS = (
+    "quant_min_lower_bound",
+    "quant_max_upper_bound",
+    "scale_min_lower_bound",
+    "scale_max_upper_bound",
+    "scale_exact_match",
+    "zero_point_exact_match",
+)
+DTYPE_SIDES = ("input_dtype", "output_dtype", "weight_dtype")
+
+
 @dataclass(frozen=True)
 class DTypeWithConstraints:
     """Mirror of torch's DTypeWithConstraints; `name` is the module-level constant."""
@@ -87,15 +99,7 @@ class DTypeWithConstraints:
     @property
     def bounds(self) -> dict[str, int | float]:
         """The constraint fields that are set, in torch's field order."""
-        names = (
-            "quant_min_lower_bound",
-            "quant_max_upper_bound",
-            "scale_min_lower_bound",
-            "scale_max_upper_bound",
-            "scale_exact_match",
-            "zero_point_exact_match",
-        )
-        return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
+        return {n: getattr(self, n) for n in CONSTRAINT_BOUNDS if getattr(self, n) is not None}
 
 
 DTypeSpec = TorchRef | DTypeWithConstraints | None

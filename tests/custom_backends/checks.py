@@ -19,7 +19,7 @@ from torch.ao.quantization.backend_config import ObservationType
 from torch.ao.quantization.quantize_fx import convert_to_reference_fx, fuse_fx, prepare_fx, prepare_qat_fx
 
 from generator.divergence import torch_key
-from generator.model import FunctionDef, TorchRef
+from generator.model import CONSTRAINT_BOUNDS, FunctionDef, TorchRef
 
 # ---------------------------------------------------------------------------
 # Fresh interpreter and fresh objects
@@ -58,14 +58,7 @@ def shared_objects(builder) -> list[str]:
 # The built BackendConfig against the spec's own expansion
 # ---------------------------------------------------------------------------
 
-CONSTRAINT_FIELDS = (
-    "quant_min_lower_bound",
-    "quant_max_upper_bound",
-    "scale_min_lower_bound",
-    "scale_max_upper_bound",
-    "scale_exact_match",
-    "zero_point_exact_match",
-)
+CONSTRAINT_FIELDS = CONSTRAINT_BOUNDS
 
 
 def expansion_differences(builder) -> list[str]:
