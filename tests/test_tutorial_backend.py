@@ -7,7 +7,9 @@ FX flows must give the same graphs and bit-identical outputs as a BackendConfig
 written here by hand in torch's own API, as the tutorial writes it.
 """
 
+import contextlib
 import inspect
+import io
 import os
 import shutil
 import subprocess
@@ -33,6 +35,18 @@ FIXTURE = ROOT / "tests" / "custom_backends" / "tutorial"
 
 
 def lay_over(project):
+    """Add the tutorial's backend to a project copy that does not have it.
+
+    A project that already has a spec of that name (a user who followed the README's
+    "Adding a backend") loses it first, and is regenerated without it.
+    """
+    present = [project / "spec" / s.name for s in (FIXTURE / "spec").glob("*.py")]
+    present = [path for path in present if path.exists()]
+    for path in present:
+        path.unlink()
+    if present:  # regenerate removes the orphaned modules and updates the matrix
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            assert cli.main(["--root", str(project), "regenerate", "--jobs", "1"]) == 0
     for source in FIXTURE.rglob("*.py"):
         target = project / source.relative_to(FIXTURE)
         target.parent.mkdir(parents=True, exist_ok=True)
