@@ -109,17 +109,18 @@ def _mutable_ids(backend_config) -> set[int]:
     return ids
 
 
-def test_a_callers_mutation_does_not_leak_into_the_next_call():
-    from torch.ao.quantization.backend_config.onednn import get_onednn_backend_config as torch_builder
-
-    from generated.onednn import get_onednn_backend_config
+@pytest.mark.parametrize("builder", BUILDERS, ids=lambda b: b.id)
+def test_a_callers_mutation_does_not_leak_into_the_next_call(builder):
     from generator.compare import compare_backend_configs
 
-    mutated = get_onednn_backend_config()
+    expected = builder.ours()()
+    mutated = builder.ours()()
     for config in mutated.configs:
         config.dtype_configs.clear()
         config.set_root_module(None)
-    assert not compare_backend_configs("onednn", get_onednn_backend_config(), torch_builder())
+        config._input_type_to_index.clear()
+    assert compare_backend_configs(builder.id, mutated, expected)  # the mutation is one the comparison sees
+    assert not compare_backend_configs(builder.id, builder.ours()(), expected)
 
 
 def test_torch_s_onednn_builder_does_share_configs_between_calls():
