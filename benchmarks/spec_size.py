@@ -1,12 +1,19 @@
-"""Lines of code in spec/ against torch's builder sources for the same nine builders.
+"""Lines of code in spec/ against torch's builder sources for the same nine builders, and
+what `python -m generator import` writes for torch's fbgemm builder (compacted into
+spec/_common.py's op groups, and with --no-compact) next to the hand-written spec/fbgemm.py.
 
 Counts lines that hold code: blank lines, comments and docstrings are left out.
+Everything runs locally: the import goes into a temporary copy of spec/ and templates/.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import io
+import shutil
+import sys
+import tempfile
 import tokenize
 from importlib.util import find_spec
 from pathlib import Path
@@ -40,10 +47,42 @@ def spec_lines() -> int:
     return sum(code_lines(p.read_text()) for p in sorted((ROOT / "spec").glob("*.py")))
 
 
+def _torch_folder() -> Path:
+    return Path(find_spec("torch").submodule_search_locations[0]) / "ao/quantization/backend_config"
+
+
 def torch_lines() -> int:
-    folder = Path(find_spec("torch").submodule_search_locations[0]) / "ao/quantization/backend_config"
-    return sum(code_lines((folder / name).read_text()) for name in TORCH_SOURCES)
+    return sum(code_lines((_torch_folder() / name).read_text()) for name in TORCH_SOURCES)
+
+
+FBGEMM_BUILDER = "torch.ao.quantization.backend_config.fbgemm:get_fbgemm_backend_config"
+
+
+def imported_lines(target: str = FBGEMM_BUILDER) -> tuple[int, int]:
+    """Code lines of the spec `import` writes for `target`: (compacted, --no-compact)."""
+    sys.path.insert(0, str(ROOT))
+    from generator import cli
+
+    with tempfile.TemporaryDirectory() as folder:
+        project = Path(folder)
+        for name in ("spec", "templates"):
+            shutil.copytree(ROOT / name, project / name, ignore=shutil.ignore_patterns("__pycache__"))
+        counts = []
+        for name, options in (("compacted", []), ("expanded", ["--no-compact"])):
+            with contextlib.redirect_stdout(io.StringIO()):
+                code = cli.main(["--root", str(project), "import", target, "--name", name, *options])
+            if code != 0:
+                raise SystemExit(f"import {target} failed with exit code {code}")
+            counts.append(code_lines((project / "spec" / f"{name}.py").read_text()))
+    return counts[0], counts[1]
 
 
 if __name__ == "__main__":
     print(f"spec/: {spec_lines()} lines of code; torch's nine builders: {torch_lines()} (target: spec <= 700)")
+    compacted, expanded = imported_lines()
+    hand_written = code_lines((ROOT / "spec" / "fbgemm.py").read_text())
+    print(
+        f"fbgemm: spec/fbgemm.py by hand: {hand_written}; imported: {compacted} "
+        f"(with --no-compact: {expanded}); torch's fbgemm.py: "
+        f"{code_lines((_torch_folder() / 'fbgemm.py').read_text())} plus the shared _common_operator_config_utils.py"
+    )

@@ -315,6 +315,10 @@ def cmd_import(args, console: Console) -> int:
         raise errors.SpecExistsError(f"{path.relative_to(root)} exists; give --force to overwrite it or --name")
     builder, module, backend_config = importing.load_builder(args.target, root)
     spec = importing.read_backend_config(name, args.target, builder, module, backend_config, root / "templates")
+    if not args.no_compact:
+        from generator import compaction
+
+        spec = compaction.compact(spec, root)
     writing.write_if_changed(path, spec_source.spec_source(spec))
     console.say(f"{'written':9} {path.relative_to(root)}: {len(spec.backend.configs)} patterns", "green")
     console.say(f"next: {FIX_COMMAND}")
@@ -376,6 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
     importer.add_argument("target", metavar="MODULE:FUNCTION", help="e.g. my_backend.config:get_my_backend_config")
     importer.add_argument("--name", help="spec file name (default: FUNCTION without get_ and _backend_config)")
     importer.add_argument("--force", action="store_true", help="overwrite an existing spec file")
+    importer.add_argument(
+        "--no-compact", action="store_true", help="write every pattern, not spec/_common.py's op-group calls"
+    )
     importer.set_defaults(handler=cmd_import)
     regenerate.set_defaults(handler=cmd_regenerate)
     check.set_defaults(handler=cmd_check)

@@ -59,6 +59,9 @@ class ImportedSpec:
     constraints: tuple[model.DTypeWithConstraints, ...]
     dtype_configs: tuple[model.DTypeConfig, ...]
     shared_lists: tuple[tuple[str, tuple[str, ...]], ...]  # (list name, dtype config names)
+    # What the spec lists in the backend's configs: its patterns, or (compacted) op-group
+    # calls of spec/_common.py among them (`compaction.GroupCall`); empty means the patterns.
+    entries: tuple = ()
 
 
 # ---------------------------------------------------------------------------
@@ -128,7 +131,7 @@ def read_backend_config(name: str, target: str, builder, module, backend_config,
         backend=backend,
         constraints=tuple(dtypes.constraints.values()),
         dtype_configs=tuple(dtypes.configs.values()),
-        shared_lists=_shared_lists(configs, names),
+        shared_lists=shared_lists([tuple(dc.name for dc in c.dtype_configs) for c in configs], set()),
     )
 
 
@@ -323,13 +326,14 @@ def _derived_config_name(sides: dict, bias, is_dynamic, named) -> str:
     return "_".join(parts) + "_dtype_config"
 
 
-def _shared_lists(configs, names: _GlobalNames) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    uses: dict[tuple[str, ...], int] = {}
-    for config in configs:
-        members = tuple(dc.name for dc in config.dtype_configs)
-        uses[members] = uses.get(members, 0) + 1
-    shared, taken = [], {dc.name for c in configs for dc in c.dtype_configs}
-    for members, count in uses.items():
+def shared_lists(uses: list[tuple[str, ...]], taken: set[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """A name for each dtype-config list (by member names) used at least SHARED_LIST_MIN_USES
+    times, none of them in `taken` or a member's name."""
+    counts: dict[tuple[str, ...], int] = {}
+    for members in uses:
+        counts[members] = counts.get(members, 0) + 1
+    shared, taken = [], set(taken) | {name for members in uses for name in members}
+    for members, count in counts.items():
         if count >= SHARED_LIST_MIN_USES and len(members) > 0:
             name = _list_name(members)
             while name in taken:

@@ -3,8 +3,10 @@
 The spec reads like the hand-written ones: torch names through the DSL's aliases
 (`nn.Conv2d`, `F.relu`, `fusers.fuse_conv_bn`), dtype configs and constraints as
 named constants, shared dtype-config lists named once, one `config(...)` per
-pattern in the builder's order. Names the DSL has no alias for (a backend's own
-modules or fuser methods) are written `importable("package.module.name")`.
+pattern in the builder's order, or, where `import` compacted a run of them, the
+`spec/_common.py` op-group call that builds it (`native_layout(...)`, `conv_configs(...)`).
+Names the DSL has no alias for (a backend's own modules or fuser methods) are written
+`importable("package.module.name")`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ class _Writer:
     """Spells model values, remembering which DSL names the spec must import."""
 
     def __init__(self, shared_lists):
-        self.used: set[str] = {"Backend", "Module", "config"}
+        self.used: set[str] = {"Backend", "Module"}
+        self.common: set[str] = set()  # op groups imported from spec._common
         self.lists = {members: name for name, members in shared_lists}
 
     def ref(self, ref: model.TorchRef) -> str:
@@ -66,7 +69,23 @@ class _Writer:
         members = tuple(dc.name for dc in dtype_configs)
         return self.lists.get(members) or f"[{', '.join(members)}]"
 
+    def entry(self, entry) -> str:
+        """One item of the backend's configs: a pattern config or an op-group call."""
+        if isinstance(entry, model.PatternConfig):
+            return self.config(entry)
+        self.common.add(entry.function)
+        arguments = [f"{key}=" * (key is not None) + self.argument(value) for key, value in entry.arguments]
+        return f"{entry.function}({', '.join(arguments)})"
+
+    def argument(self, value) -> str:
+        if isinstance(value, tuple) and value and isinstance(value[0], model.DTypeConfig):
+            return self.dtype_configs(value)
+        if isinstance(value, tuple) and value and isinstance(value[0], model.PatternConfig):
+            return f"[{', '.join(self.config(c) for c in value)}]"
+        return repr(value)
+
     def config(self, config: model.PatternConfig) -> str:
+        self.used.add("config")
         if config.pattern is not None:
             arguments = [self.value(config.pattern), self.dtype_configs(config.dtype_configs)]
         else:
@@ -106,7 +125,7 @@ def spec_source(spec: ImportedSpec) -> str:
     body = [writer.constraints(c) for c in spec.constraints]
     body += [writer.dtype_config(dc) for dc in spec.dtype_configs]
     lists = [f"{name} = [{', '.join(members)}]" for name, members in spec.shared_lists]
-    configs = ",\n".join(writer.config(c) for c in backend.configs)
+    configs = ",\n".join(writer.entry(e) for e in spec.entries or backend.configs)
     module = f"""
 MODULE = Module(
     doc={f"BackendConfig imported from {backend.reference}."!r},
@@ -130,7 +149,8 @@ MODULE = Module(
     )
     sections = [
         header,
-        f"from generator.dsl import {', '.join(sorted(writer.used, key=_import_order))}\n",
+        f"from generator.dsl import {', '.join(sorted(writer.used, key=_import_order))}\n"
+        + (f"from spec._common import {', '.join(sorted(writer.common))}\n" if writer.common else ""),
         "\n".join(body) + "\n",
     ]
     if lists:

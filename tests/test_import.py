@@ -166,3 +166,64 @@ def test_import_refuses_with_one_line_and_writes_nothing(project, capsys, given,
     assert code == 2
     assert out.startswith(message) and out.count("\n") == 1, out
     assert sorted(p.name for p in (project / "spec").iterdir()) == before
+
+
+def spec_patterns(project, name):
+    """The patterns spec/<name>.py expands to, dtype configs by content (the expansion
+    names fixed-qparams copies itself), in builder order."""
+    from generator.compaction import _canonical
+    from generator.expansion import expand_module
+
+    (module,) = [m for m in spec_loading.load_modules(project) if m.spec_file == f"spec/{name}.py"]
+    return [_canonical(c) for b in expand_module(module).backends for c in b.backend.configs]
+
+
+def test_import_writes_op_groups_of_spec_common_where_they_build_the_same_patterns(imported):
+    project, _references, _outputs = imported
+    spec = (project / "spec" / "fbgemm.py").read_text()
+    # fbgemm is torch's native layout throughout: one call, no pattern written out
+    assert "from spec._common import native_layout\n" in spec and "native_layout(" in spec
+    assert "config(" not in spec
+    # tensorrt uses the groups on their own; executorch with options
+    tensorrt = (project / "spec" / "tensorrt.py").read_text()
+    groups = re.findall(r"^ +(conv|linear|binary_op|share_qparams_op|tensor_info_op)_configs\(", tensorrt, re.M)
+    assert len(groups) == 5
+    executorch = (project / "spec" / "executorch.py").read_text()
+    assert "fusions=False" in executorch and "functional=True" in executorch
+
+
+def test_no_compact_writes_every_pattern_and_the_same_patterns(imported, tmp_path, capsys):
+    from benchmarks.spec_size import code_lines
+
+    project, _references, _outputs = imported
+    expanded = copy_project(tmp_path / "expanded")
+    for spec_file in (expanded / "spec").glob("[!_]*.py"):
+        spec_file.unlink()
+    reference = next(r for r in committed_references() if r.endswith(".get_fbgemm_backend_config"))
+    code, out = run(capsys, "--root", str(expanded), "import", target(reference), "--no-compact")
+    assert code == 0, out
+    spec = (expanded / "spec" / "fbgemm.py").read_text()
+    assert "spec._common" not in spec and "native_layout" not in spec
+    patterns = spec_patterns(expanded, "fbgemm")
+    assert spec.count("config(") == len(patterns) == len(reference_builder(reference)().configs)
+    # The compacted spec is proven equal to torch's builder by the round trip above.
+    compacted = (project / "spec" / "fbgemm.py").read_text()
+    assert patterns == spec_patterns(project, "fbgemm")
+    assert code_lines(compacted) * 10 < code_lines(spec)
+
+
+def test_without_spec_common_or_matching_groups_import_writes_every_pattern(imported, tmp_path, capsys):
+    project, _references, _outputs = imported
+    bare = copy_project(tmp_path / "bare")
+    for spec_file in (bare / "spec").glob("[!_]*.py"):
+        spec_file.unlink()
+    (bare / "spec" / "_common.py").unlink()
+    torch_builder = target(next(r for r in committed_references() if r.endswith(".get_fbgemm_backend_config")))
+    for given, options in ((torch_builder, []), (torch_builder, ["--no-compact", "--name", "expanded"])):
+        code, out = run(capsys, "--root", str(bare), "import", given, *options)
+        assert code == 0, out
+    assert (bare / "spec" / "fbgemm.py").read_text() == (bare / "spec" / "expanded.py").read_text()
+    # A user builder none of whose runs an op group builds is written as it was.
+    code, out = run(capsys, "--root", str(bare), "import", target(USER_BUILDER), "--no-compact")
+    assert code == 0, out
+    assert (bare / "spec" / "user.py").read_text() == (project / "spec" / "user.py").read_text()

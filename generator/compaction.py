@@ -1,0 +1,265 @@
+"""Import, compacted: runs of imported patterns written as op-group calls of `spec/_common.py`.
+
+An imported spec lists every pattern; where a run of them is exactly what one of the
+project's op groups (`conv_configs(...)`, `native_layout(...)`, ...) builds from some of
+the imported dtype configs, the spec can say so in one line. Nothing is guessed from
+names: each candidate call is run through the real DSL and expansion (fixed-qparams
+derivation, first-position-last-content deduplication) and must equal the run of
+imported patterns field by field. Dtype configs compare by content, because the
+expansion names the fixed-qparams copies itself (`<base>_<suffix>`). Greedy longest
+match in builder order; without a `spec/_common.py` nothing is compacted.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from generator import dsl, model
+from generator.importing import ImportedSpec, shared_lists
+
+# The op groups tried, in the order a tie in length is broken, with the option sets
+# each is tried with (its defaults first).
+GROUP_OPTIONS: dict[str, tuple[dict, ...]] = {
+    "conv_configs": ({}, {"transpose": False}, {"dims": (2,), "transpose": False}),
+    "linear_configs": ({}, {"fusions": False}),
+    "binary_op_configs": ({}, {"matmul": False}),
+    "default_op_configs": ({},),
+    "fixed_qparams_op_configs": ({},),
+    "share_qparams_op_configs": ({},),
+    "bn_configs": ({},),
+    "ln_configs": ({},),
+    "rnn_op_configs": ({},),
+    "embedding_op_configs": ({}, {"functional": True}),
+    "cat_config": ({},),
+    "tensor_info_op_configs": ({},),
+}
+LAYOUT = "native_layout"
+# native_layout's sections: (group, its dtype-config argument); `None` marks where
+# patterns of the backend's own go (extra_conv, extra_linear).
+LAYOUT_SECTIONS = (
+    ("conv_configs", "conv"), (None, "extra_conv"), ("linear_configs", "linear"), (None, "extra_linear"),
+    ("binary_op_configs", "binary"), ("cat_config", "default"), ("default_op_configs", "default"),
+    ("fixed_qparams_op_configs", "fixed"), ("share_qparams_op_configs", "share"),
+    ("tensor_info_op_configs", "tensor_info"), ("bn_configs", "default"), ("ln_configs", "layer_norm"),
+    ("rnn_op_configs", "rnn"), ("embedding_op_configs", "embedding"),
+)  # fmt: skip
+OPTIONAL_SECTIONS = ("tensor_info", "layer_norm")
+
+
+@dataclass(frozen=True)
+class GroupCall:
+    """`function(*arguments)` of spec/_common.py, standing for `configs` of the imported spec.
+
+    An argument is (keyword or None for positional, value): a dtype-config list (a tuple
+    of `model.DTypeConfig`), imported patterns (a tuple of `model.PatternConfig`) or a
+    plain option value.
+    """
+
+    function: str
+    arguments: tuple[tuple[str | None, object], ...]
+    configs: tuple[model.PatternConfig, ...]
+
+
+def compact(spec: ImportedSpec, root: Path) -> ImportedSpec:
+    """`spec` with runs of patterns replaced by group calls, and only the names those still use."""
+    common = load_common(root)
+    if common is None:
+        return spec
+    configs = spec.backend.configs
+    canonical = tuple(_canonical(c) for c in configs)
+    candidates = _candidates(common, _dtype_lists(configs))
+    entries = _greedy(configs, canonical, candidates)
+    entries = _layout(common, entries)
+    if all(isinstance(e, model.PatternConfig) for e in entries):
+        return spec
+    return _with_entries(spec, tuple(entries))
+
+
+# ---------------------------------------------------------------------------
+# The project's op groups
+# ---------------------------------------------------------------------------
+
+
+def load_common(root: Path):
+    """The project's spec/_common.py as the spec loader would run it, or None without one."""
+    if not (root / "spec" / "_common.py").is_file():
+        return None
+    from generator.spec_loading import _forget_spec_package
+
+    saved_path = list(sys.path)
+    _forget_spec_package()
+    dsl.set_project_root(root)
+    dsl._assignments.cache_clear()  # constants are named from the file as it is now
+    sys.path.insert(0, str(root))
+    try:
+        return importlib.import_module("spec._common")
+    except Exception:  # a broken _common.py is regenerate's to report; import just does not compact
+        return None
+    finally:
+        sys.path[:] = saved_path
+        dsl.set_project_root(None)
+        _forget_spec_package()
+
+
+def _expand(function, arguments) -> tuple[model.PatternConfig, ...] | None:
+    """What torch builds from a group call: derived fixed-qparams configs, deduplicated; None if
+    the call fails or builds nothing."""
+    from generator.expansion import expand_backend
+
+    positional = [_argument(v) for k, v in arguments if k is None]
+    keywords = {k: _argument(v) for k, v in arguments if k is not None}
+    try:
+        built = dsl.flatten(function(*positional, **keywords))
+        backend = model.Backend(name="group", builder="group", doc="", configs=built)
+        return expand_backend(backend).backend.configs if built else None
+    except Exception:  # a group that does not take these arguments is not a candidate
+        return None
+
+
+def _argument(value):
+    if isinstance(value, tuple) and value and isinstance(value[0], (model.DTypeConfig, model.PatternConfig)):
+        return list(value)
+    return value
+
+
+def _dtype_lists(configs) -> list[tuple[model.DTypeConfig, ...]]:
+    """The distinct dtype-config lists the builder uses, in first-use order."""
+    return list(dict.fromkeys(c.dtype_configs for c in configs if c.dtype_configs))
+
+
+def _candidates(common, dtype_lists) -> dict[object, list[GroupCall]]:
+    """Every group call to try, by the canonical form of its first pattern."""
+    found: dict[object, list[GroupCall]] = {}
+    for name, option_sets in GROUP_OPTIONS.items():
+        function = getattr(common, name, None)
+        if not callable(function):
+            continue
+        for dtype_configs in dtype_lists:
+            for options in option_sets:
+                arguments = ((None, dtype_configs), *options.items())
+                built = _expand(function, arguments)
+                if built:
+                    call = GroupCall(name, arguments, tuple(_canonical(c) for c in built))
+                    found.setdefault(call.configs[0], []).append(call)
+    return found
+
+
+# ---------------------------------------------------------------------------
+# Matching
+# ---------------------------------------------------------------------------
+
+
+def _canonical(config: model.PatternConfig) -> model.PatternConfig:
+    """What the comparator sees: no section, dtype configs by content."""
+    return replace(config, section="", dtype_configs=tuple(_content(dc) for dc in config.dtype_configs))
+
+
+def _content(dtype_config: model.DTypeConfig) -> model.DTypeConfig:
+    sides = {s: _unnamed(getattr(dtype_config, s)) for s in model.DTYPE_SIDES}
+    return replace(dtype_config, name="", **sides)
+
+
+def _unnamed(dtype):
+    return replace(dtype, name=None) if isinstance(dtype, model.DTypeWithConstraints) else dtype
+
+
+def _greedy(configs, canonical, candidates) -> list:
+    """Builder order; at each pattern the longest group call that equals the run starting there."""
+    entries, index = [], 0
+    while index < len(configs):
+        best = None
+        for call in candidates.get(canonical[index], ()):
+            size = len(call.configs)
+            if canonical[index : index + size] == call.configs and (best is None or size > len(best.configs)):
+                best = call
+        if best is None:
+            entries.append(configs[index])
+            index += 1
+        else:
+            size = len(best.configs)
+            entries.append(replace(best, configs=configs[index : index + size]))
+            index += size
+    return entries
+
+
+def _layout(common, entries: list) -> list:
+    """Group calls in native_layout's order, with the backend's own patterns where it takes
+    them, become one native_layout(...) call if it builds exactly those patterns."""
+    function = getattr(common, LAYOUT, None)
+    if not callable(function):
+        return entries
+    for start, entry in enumerate(entries):
+        if isinstance(entry, GroupCall) and entry.function == LAYOUT_SECTIONS[0][0]:
+            found = _layout_arguments(entries, start)
+            if found is None:
+                continue
+            arguments, stop = found
+            covered = tuple(c for e in entries[start:stop] for c in _patterns(e))
+            built = _expand(function, arguments)
+            if built is not None and tuple(_canonical(c) for c in built) == tuple(_canonical(c) for c in covered):
+                return entries[:start] + [GroupCall(LAYOUT, arguments, covered)] + _layout(common, entries[stop:])
+    return entries
+
+
+def _layout_arguments(entries: list, start: int):
+    """(native_layout's keyword arguments, end index) read off the entries from `start`, or None."""
+    values: dict[str, object] = {}
+    index = start
+    for group, keyword in LAYOUT_SECTIONS:
+        if group is None:
+            own = []
+            while index < len(entries) and isinstance(entries[index], model.PatternConfig):
+                own.append(entries[index])
+                index += 1
+            if own:
+                values[keyword] = tuple(own)
+            continue
+        entry = entries[index] if index < len(entries) else None
+        if not (isinstance(entry, GroupCall) and entry.function == group and len(entry.arguments) == 1):
+            if keyword in OPTIONAL_SECTIONS:
+                continue
+            return None
+        dtype_configs = entry.arguments[0][1]
+        if values.setdefault(keyword, dtype_configs) != dtype_configs:
+            return None
+        index += 1
+    return tuple(values.items()), index
+
+
+def _patterns(entry) -> tuple[model.PatternConfig, ...]:
+    return entry.configs if isinstance(entry, GroupCall) else (entry,)
+
+
+# ---------------------------------------------------------------------------
+# The compacted spec
+# ---------------------------------------------------------------------------
+
+
+def _with_entries(spec: ImportedSpec, entries: tuple) -> ImportedSpec:
+    """The spec with these entries, defining only the dtype configs and constraints they use."""
+    lists = [c.dtype_configs for c in _explicit(entries)]
+    lists += [v for e in entries if isinstance(e, GroupCall) for _, v in e.arguments if _is_dtype_list(v)]
+    used = {dc.name for members in lists for dc in members}
+    dtype_configs = tuple(dc for dc in spec.dtype_configs if dc.name in used)
+    constrained = {getattr(dc, s) for dc in dtype_configs for s in model.DTYPE_SIDES}
+    constraints = tuple(c for c in spec.constraints if c in constrained)
+    named = shared_lists([tuple(dc.name for dc in members) for members in lists], {dc.name for dc in dtype_configs})
+    return replace(spec, entries=entries, dtype_configs=dtype_configs, constraints=constraints, shared_lists=named)
+
+
+def _explicit(entries):
+    """The patterns the spec writes out as config(...), inside group calls or not."""
+    for entry in entries:
+        if isinstance(entry, model.PatternConfig):
+            yield entry
+        else:
+            for _, value in entry.arguments:
+                if isinstance(value, tuple) and value and isinstance(value[0], model.PatternConfig):
+                    yield from value
+
+
+def _is_dtype_list(value) -> bool:
+    return isinstance(value, tuple) and bool(value) and isinstance(value[0], model.DTypeConfig)
