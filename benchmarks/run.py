@@ -13,22 +13,27 @@ goes first.
 
 - Build time, in process and warm: each builder is called N times in a row per
   sample, N chosen per side so that a sample lasts at least MIN_SAMPLE_SECONDS;
-  ours and torch's samples alternate, and each is divided by N. A collection
-  runs before each sample, and what was alive before the first (torch itself)
-  is frozen out of collections. The summed ratio is the sum of our medians over
-  the sum of torch's.
+  ours and the reference builder's samples alternate, and each is divided by N.
+  A collection runs before each sample, and what was alive before the first
+  (torch itself) is frozen out of collections. The summed ratio is the sum of
+  our medians over the sum of the references'. A builder without a reference
+  builder (a backend of the user's own) is measured alone, as information.
 - Cold start: a fresh interpreter imports and builds, ours against torch's, for
-  fbgemm and for all nine builders in one process. Both pay torch's import,
-  which dominates, so the paired difference is shown too. Bytecode is cached
-  for both sides (torch's .pyc files ship in site-packages; ours are written to
-  the scratch copy by a warm-up run).
+  one representative builder (fbgemm when the spec has it) and for all
+  builders whose reference is torch's, in one process. Both pay torch's import,
+  which dominates, so the paired difference is shown too. Builders without such
+  a reference are cold-started alone, all in one process, as information.
+  Bytecode is cached for both sides (torch's .pyc files ship in site-packages;
+  ours are written to the scratch copy by a warm-up run).
 - Generator commands run as subprocesses, `python -m generator --root COPY ...`,
   on a scratch copy of the project taken at start (spec/, templates/,
   generated/, docs/ and generator/ itself, so that edits to the tree during the
   run cannot change what is measured), with the environment's bytecode setting.
   A warm-up `regenerate --force` fills the caches first. The real tree is only
   read.
-- Which files a changed spec makes regenerate write is read from its output;
+- Which files a changed spec makes regenerate write is read from its output
+  (the change is a comment, so the manifest must be written, and nothing
+  beyond the spec's own module and the matrix, whose text is unchanged);
   which it renders and formats is read by a probe that wraps pipeline.build.
 - Peak memory: the regenerate process and its forked formatter workers are
   sampled every SAMPLE_INTERVAL through /proc; the peak of their summed RSS is
@@ -66,6 +71,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 PROJECT_FOLDERS = ("spec", "templates", "generated", "docs", "generator")
 MATRIX_OUTPUT = "docs/support-matrix.md"
+MANIFEST_OUTPUT = "generated/manifest.json"
 MIN_SAMPLE_SECONDS = 0.025
 SAMPLE_INTERVAL = 0.01
 GNU_TIME = Path("/usr/bin/time")
@@ -273,17 +279,24 @@ def build_medians(ours: Callable[[], object], theirs: Callable[[], object], repe
 def build_time_rows(builders, generated_root: Path, repeat: int) -> list[Row]:
     progress("build time")
     sys.path.insert(0, str(generated_root))
-    functions = [(builder.ours(), builder.theirs()) for builder in builders]  # imports them all
+    # Imports them all; a builder without a reference builder has nothing to be compared with.
+    functions = [(builder.ours(), builder.theirs() if builder.reference else None) for builder in builders]
     # Objects alive now (torch, the modules) are left out of garbage collection, which then costs
     # what the builders' own garbage costs rather than a walk over all of torch.
     gc.collect()
     gc.freeze()
-    rows, ours_total, theirs_total = [], 0.0, 0.0
+    rows, ours_total, theirs_total, referenced = [], 0.0, 0.0, 0
     for builder, (ours_function, theirs_function) in zip(builders, functions):
+        if theirs_function is None:
+            seconds = statistics.median(interleaved([per_call_sampler(ours_function)], repeat)[0])
+            rows.append(Row(f"build {builder.id} (no reference builder)", duration(seconds)))
+            continue
         ours, theirs = build_medians(ours_function, theirs_function, repeat)
-        ours_total, theirs_total = ours_total + ours, theirs_total + theirs
+        ours_total, theirs_total, referenced = ours_total + ours, theirs_total + theirs, referenced + 1
         rows.append(compared(f"build {builder.id}", ours, theirs, limit=1.0))
-    rows.append(compared(f"build, all {len(builders)} summed", ours_total, theirs_total, limit=0.6))
+    if referenced:
+        summed = f"build, all {referenced} with a reference summed"
+        rows.append(compared(summed, ours_total, theirs_total, limit=0.6))
     gc.unfreeze()
     return rows
 
@@ -324,19 +337,32 @@ def median_seconds(runs: Sequence[Run]) -> float:
 # ---------------------------------------------------------------- cold start
 
 
-def cold_start_programs(builders) -> dict[str, tuple[str, str]]:
-    """name -> (our program, torch's program): one representative builder, and all of them."""
-    fbgemm = next(b for b in builders if b.id == "fbgemm")
+def our_program(chosen) -> str:
+    return "; ".join(f"from generated.{b.module} import {b.function}; {b.function}()" for b in chosen)
 
-    def ours(chosen):
-        return "; ".join(f"from generated.{b.module} import {b.function}; {b.function}()" for b in chosen)
+
+def cold_start_programs(builders) -> dict[str, tuple[str, str]]:
+    """name -> (our program, torch's program): one representative builder, and all with a torch reference.
+
+    Only torch's builders are compared: a reference of the user's own may need the project on the
+    path, which the scratch copy (generated/ alone) does not give it.
+    """
+    referenced = [b for b in builders if b.torch_module]
+    if not referenced:
+        return {}
+    representative = next((b for b in referenced if b.id == "fbgemm"), referenced[0])
 
     def theirs(chosen):
-        package = "torch.ao.quantization.backend_config"
-        calls = (f"from {package}.{b.torch_module} import {b.function}; {b.function}()" for b in chosen)
+        calls = []
+        for builder in chosen:
+            module, _, function = builder.reference.rpartition(".")
+            calls.append(f"from {module} import {function}; {function}()")
         return "; ".join([TORCH_QUIRK_IMPORT, *calls])
 
-    return {"fbgemm": (ours([fbgemm]), theirs([fbgemm])), f"all {len(builders)}": (ours(builders), theirs(builders))}
+    return {
+        representative.id: (our_program([representative]), theirs([representative])),
+        f"all {len(referenced)} with a torch reference": (our_program(referenced), theirs(referenced)),
+    }
 
 
 def cold_start_rows(builders, generated_root: Path, repeat: int) -> list[Row]:
@@ -344,10 +370,15 @@ def cold_start_rows(builders, generated_root: Path, repeat: int) -> list[Row]:
     env = environment(bytecode=True)
     programs = cold_start_programs(builders)
     sides = [lambda p=p: run([PYTHON, "-c", p], generated_root, env) for pair in programs.values() for p in pair]
+    unreferenced = [b for b in builders if not b.torch_module]
     progress("cold start")
-    for side in sides[-2:]:  # warm-up with all builders: writes our .pyc files, fills the page cache
+    if unreferenced:  # measured alone: nothing of torch's to compare them with
+        sides.append(lambda: run([PYTHON, "-c", our_program(unreferenced)], generated_root, env))
+    # Warm-up with all builders (the last pair, and the unreferenced ones): writes our .pyc files, fills the page cache.
+    for side in sides[-3:] if unreferenced else sides[-2:]:
         side()
     samples = interleaved(sides, repeat)
+    alone = samples.pop() if unreferenced else []
     rows = []
     for index, name in enumerate(programs):
         ours, theirs = samples[2 * index], samples[2 * index + 1]
@@ -356,6 +387,10 @@ def cold_start_rows(builders, generated_root: Path, repeat: int) -> list[Row]:
         rows.append(compared(measurement, median_seconds(ours), median_seconds(theirs), limit=1.0, works=works))
         paired = statistics.median(a.seconds - b.seconds for a, b in zip(ours, theirs))
         rows.append(Row(f"  ours - torch, paired, {name}", f"{significant(paired * 1000)} ms"))
+    if unreferenced:
+        seconds = duration(median_seconds(alone)) if all(r.returncode == 0 for r in alone) else "failed"
+        names = ", ".join(b.id for b in unreferenced)
+        rows.append(Row(f"cold start: import + build, no torch reference ({names})", seconds))
     return rows
 
 
@@ -445,14 +480,14 @@ def one_spec_changed_rows(generator: Generator, repeat: int) -> list[Row]:
     samples = interleaved([changed(name) for name in CHANGED_SPECS], repeat)
     rows = []
     for name, runs in zip(CHANGED_SPECS, samples):
-        expected = {f"generated/{name}.py", MATRIX_OUTPUT}
-        only_own = all(r.returncode == 0 and r.written == expected for r in runs)
+        allowed = {f"generated/{name}.py", MATRIX_OUTPUT, MANIFEST_OUTPUT}
+        only_own = all(r.returncode == 0 and MANIFEST_OUTPUT in r.written and r.written <= allowed for r in runs)
         seconds = median_seconds(runs)
         written = " ".join(sorted({Path(w).name for r in runs for w in r.written})) or "nothing"
         renders = " ".join(sorted(rendered[name])) or "nothing"
         rows += [
             Row(f"regenerate, spec/{name}.py changed", duration(seconds), target="<= 1.5 s", met=seconds <= 1.5),
-            Row(f"  written, spec/{name}.py changed", written, target=f"{name}.py + matrix", met=only_own),
+            Row(f"  written, spec/{name}.py changed", written, target="manifest (+ own, matrix)", met=only_own),
             Row(
                 f"  rendered + formatted, spec/{name}.py changed",
                 renders,

@@ -34,6 +34,7 @@ EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.TorchKindError: ERROR,
     errors.DuplicateOutputError: ERROR,
     errors.DuplicateBackendError: ERROR,
+    errors.DeclarationWithoutReferenceError: ERROR,
     errors.NameClashError: ERROR,
     errors.EmptyBackendError: ERROR,
     errors.TemplateRenderError: ERROR,

@@ -308,9 +308,11 @@ def to_pattern(value, what: str = "pattern", nested: bool = False) -> model.Patt
     """Turn a spec pattern (Refs, method-name strings, tuples) into a model pattern.
 
     A simple pattern is one op or a tuple of 2 or 3 ops (torch's fusion patterns);
-    only pattern_complex_format nests tuples.
+    only pattern_complex_format nests tuples, as `_complex_pattern` checks.
     """
     complex_format = what == "pattern_complex_format"
+    if complex_format and not nested:
+        _complex_pattern(value, value)
     if isinstance(value, Ref):
         return value.to_model()
     if isinstance(value, str):
@@ -334,6 +336,42 @@ def to_pattern(value, what: str = "pattern", nested: bool = False) -> model.Patt
         f"or tuples of those, not {describe(value)}",
         blame(value),
     )
+
+
+def _complex_pattern(value, whole, argument: bool = False) -> None:
+    """torch's reversed nested tuple format, as its matcher (fx/match_utils.py `_is_match`) reads it:
+
+        pattern  = op | (op, argument, ...)      argument = pattern | an int the argument equals
+
+    The first element of every tuple is the op whose output the (sub)pattern matches;
+    only arguments may nest. A tuple standing first never matches any node (torch compares
+    node.target with it), an int anywhere but in an argument matches nothing either, and
+    torch asserts that a getattr pattern has exactly one argument.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and argument:
+        return
+    if not isinstance(value, tuple):
+        if isinstance(value, int) and not isinstance(value, bool):
+            message = (
+                f"pattern_complex_format {describe(whole)}: {value!r} stands where an op belongs; "
+                "only an argument can be a number, as in (operator.getitem, op, 0)"
+            )
+            raise SpecFieldError(message, blame(whole))
+        return  # ops are checked by to_pattern (and their kinds against torch later)
+    head = value[0] if value else None
+    if isinstance(head, tuple):
+        raise SpecFieldError(
+            f"pattern_complex_format {describe(whole)} nests {describe(head)} too deeply: the first element of each "
+            "tuple is the op whose output it matches, never a tuple; only its arguments nest, "
+            "as in (nn.ReLU, (nn.BatchNorm2d, nn.Conv2d))",
+            blame(whole),
+        )
+    if isinstance(head, Ref) and head._path in ("getattr", "builtins.getattr") and len(value) != 2:
+        message = f"pattern_complex_format {describe(whole)}: a getattr pattern is (getattr, attribute name)"
+        raise SpecFieldError(message, blame(whole))
+    _complex_pattern(head, whole)
+    for item in value[1:]:
+        _complex_pattern(item, whole, argument=True)
 
 
 def _to_ref(value, what: str, example: str = "nn.Conv2d") -> model.TorchRef | None:

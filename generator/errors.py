@@ -59,6 +59,10 @@ class DuplicateBackendError(GeneratorError):
     """Two backends anywhere in the project share a name or a label (matrix, diff and lint key on them)."""
 
 
+class DeclarationWithoutReferenceError(GeneratorError):
+    """added()/removed()/changed() where no backend that reaches it has a reference builder to differ from."""
+
+
 class NameClashError(GeneratorError):
     """A builder name is used twice in one module, or clashes with another name the module defines."""
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from generator import dsl
 from generator.errors import (
+    DeclarationWithoutReferenceError,
     DuplicateBackendError,
     DuplicateOutputError,
     GeneratorError,
@@ -43,6 +44,7 @@ def load_modules(root: Path) -> list[ModuleSpec]:
         _forget_spec_package()
     _check_unique_outputs(modules)
     _check_unique_backends(modules)
+    _check_declarations_have_a_reference(modules)
     return modules
 
 
@@ -136,3 +138,32 @@ def _check_unique_backends(modules: list[ModuleSpec]) -> None:
                     "backend names must be unique across spec/",
                     backend.location,
                 )
+
+
+def _check_declarations_have_a_reference(modules: list[ModuleSpec]) -> None:
+    """added()/removed()/changed() declare a difference from a reference builder, so one must exist.
+
+    A declaration is one spec line, reached by every backend whose configs include it
+    (a shared list in spec/_common.py reaches many). It is an error when none of them
+    has a reference builder: it would be silently ignored. Otherwise the backends
+    without a reference ignore it, and those with one are held to it.
+    """
+    reached: dict[SourceLocation, list] = {}
+    for backend in (b for m in modules for b in m.backends):
+        for item in (*backend.configs, *backend.removals):
+            if item.divergence is not None:
+                reached.setdefault(item.divergence.location, []).append((backend, item.divergence.kind))
+    for location, uses in reached.items():
+        if not any(backend.reference is not None for backend, _ in uses):
+            kind = uses[0][1]
+            names = list(dict.fromkeys(repr(b.label) for b, _ in uses))
+            whose = (
+                f"backend {names[0]} has none"
+                if len(names) == 1
+                else f"none of the backends that use it ({', '.join(names)}) has one"
+            )
+            raise DeclarationWithoutReferenceError(
+                f"{kind}() declares a difference from a reference builder, but {whose} "
+                "(give the Backend reference=..., or write the pattern without the declaration)",
+                location,
+            )

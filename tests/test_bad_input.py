@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli
+from generator import cli, pipeline
 from generator.model import Backend
 from tests.conftest import ROOT
 from tests.test_matrix import parse_matrix
@@ -142,3 +142,39 @@ def test_a_rendered_module_that_is_broken_is_never_written(project, capsys, temp
     module, line = re.match(r"error: (generated/\w+\.py):(\d+):", err[0]).groups()
     unbroken = (project / module).read_text().splitlines()[int(line) - 1]
     assert ("(m1, m2)" if "m3" in problem else "__all__ = [") in unbroken
+
+
+SHARED_OPS_BACKEND = '''"""A backend without a reference builder that uses torch's shared op list."""
+
+from generator.dsl import Backend, DTypeConfig, Module, config, torch
+from spec._common import DEFAULT_OPS
+
+quint8_dtype_config = DTypeConfig(input_dtype=torch.quint8, output_dtype=torch.quint8)
+
+MODULE = Module(
+    doc="Shares DEFAULT_OPS.",
+    backends=[
+        Backend(
+            name="my_backend",
+            builder="get_my_backend_config",
+            doc="Shares DEFAULT_OPS.",
+            configs=[config(op, [quint8_dtype_config]) for op in DEFAULT_OPS],
+        )
+    ],
+)
+'''
+
+
+def test_a_shared_declaration_binds_the_backends_with_a_reference_and_others_ignore_it(project):
+    common = project / "spec" / "_common.py"
+    assert "F.dropout,\n]" in common.read_text()
+    declared = 'F.dropout, added(nn.Mish, "Mish is quantized like ELU"),\n]'
+    text = common.read_text().replace("F.dropout,\n]", declared)
+    common.write_text("from generator.dsl import added\n" + text)
+    (project / "spec" / "my_backend.py").write_text(SHARED_OPS_BACKEND)
+    backends = [b for m in pipeline.load(project, validate=False) for b in m.backends]  # no error
+    mine = next(b for b in backends if b.backend.label == "my_backend")
+    assert "torch.nn.Mish" in {c.key.path for c in mine.backend.configs if hasattr(c.key, "path")}
+    assert mine.declarations == ()
+    held = [b for b in backends if b.backend.reference is not None and b.declarations]
+    assert held and all([d.pattern for d in b.declarations] == ["nn.Mish"] for b in held)

@@ -185,3 +185,44 @@ def test_lint_says_whether_content_differs_and_names_every_backend(project, caps
         "spec/lint_case.py:9 (content differs); torch keeps the first position with this content. "
         "Backends: first, second. If intended, say why: config(..., overrides=\"reason\")",
     ])
+
+
+STALE_MARK_SPEC = '''"""Marked overrides: one overrides in one of the backends that share it, one overrides nowhere."""
+
+from generator.dsl import Backend, DTypeConfig, Module, config, nn, torch
+
+quint8_config = DTypeConfig(input_dtype=torch.quint8, output_dtype=torch.quint8)
+shared = [
+    config(nn.Conv2d, [quint8_config], overrides="replaces first's own nn.Conv2d"),
+    config(nn.Conv1d, [quint8_config], overrides="it once replaced an nn.Conv1d"),
+]
+
+MODULE = Module(
+    doc="Lint test.",
+    backends=[
+        Backend(
+            name="first", builder="get_first_backend_config", doc="First.",
+            configs=[config(nn.Conv2d, [quint8_config]), shared],
+        ),
+        Backend(name="second", builder="get_second_backend_config", doc="Second.", configs=shared),
+    ],
+)
+'''
+
+
+def test_a_mark_that_overrides_nothing_in_every_backend_reaching_it_warns_and_fails_strict(project, capsys):
+    for spec in (project / "spec").glob("*.py"):
+        if not spec.name.startswith("_"):
+            spec.unlink()
+    (project / "spec" / "lint_case.py").write_text(STALE_MARK_SPEC)
+    assert run(capsys, project, "regenerate")[0] == 0
+    code, out = run(capsys, project, "check")
+    assert code == 0, out
+    # Line 7 overrides in "first" only: that is enough. Line 8 overrides nothing anywhere.
+    assert [line for line in out.splitlines() if line.startswith("warning")] == [
+        "warning: spec/lint_case.py:8: overrides= says this config replaces an earlier one on purpose, but no "
+        "earlier config registers pattern nn.Conv1d in any backend that reaches this line (Backends: first, "
+        "second); remove overrides=, or restore the registration it replaced"
+    ]
+    code, out = run(capsys, project, "check", "--strict")
+    assert code == 2 and out.startswith("error: spec/lint_case.py:8: overrides= says")
