@@ -146,6 +146,16 @@ def test_each_name_of_a_backend_selects_it_and_the_label_is_shown(repo, capsys):
     assert code == 2 and err.startswith("error: unknown backend(s) acme_np; choose from ") and "acme_npu" in err
 
 
+def test_torch_names_and_module_names_select_a_backend_everywhere_and_the_label_is_shown(repo, capsys):
+    for args in (("--rev", "HEAD~1..HEAD"), ("--against-torch",)):
+        shown = [json.loads(run(capsys, repo, *args, "--format", "json", name)[1]) for name in
+                 ("_native_and_fp16", "test_only_legacy_native")]  # fmt: skip
+        assert shown[0] == shown[1]
+        assert [b["backend"] for b in shown[0]["backends"]] == ["test_only_legacy_native"]
+    document = json.loads(run(capsys, repo, "--against-torch", "--format", "json", "acme", "acme_new")[1])
+    assert (document["backends"], document["not_compared"]) == ([], ["acme_npu", "acme_new"])
+
+
 def test_markdown_has_a_section_and_a_count_line_per_changed_backend(repo, capsys):
     code, out, _ = run(capsys, repo, "--rev", "HEAD~1..HEAD", "--format", "markdown", "acme_npu", "acme_new")
     assert code == 1
