@@ -319,8 +319,8 @@ def _stale_in(root: Path, recorded: manifest.Manifest | None, revision: str | No
             target = dataclasses.replace(target, made_from=_as_committed(root, target, recorded))
         status = planning.status(target, recorded)
         if status.state == "missing" and revision is None and recorded and target.relative in recorded.outputs:
-            fix = "run python -m generator regenerate"
-            raise NothingToCompareError(f"nothing to compare: {target.relative} does not exist; {fix}")
+            fix = "fix: python -m generator regenerate"
+            raise NothingToCompareError(f"nothing to compare: {target.relative} is missing; {fix}")
         if status.state != "fresh":
             found.append(StaleFile(target.relative, status.state, status.reasons))
     return found
@@ -369,10 +369,15 @@ def spec_locations(root: Path) -> dict[str, dict[str, str]]:
 
 
 def _origin(config) -> SourceLocation | None:
-    """Where the spec writes the pattern: a single op's own line (an op list's entry, which
-    is what a spec change edits), else the line of the config() call."""
+    """Where the spec writes the pattern: the config() call, unless it is a single op named
+    before it (an op list's entry, which is what a spec change edits)."""
     pattern = config.pattern if config.pattern is not None else config.key
-    return getattr(pattern, "location", None) or config.location
+    named = getattr(pattern, "location", None)
+    call = config.location
+    if named is None or call is None:
+        return call or named
+    before = named.file != call.file or named.line < call.line
+    return named if before else call
 
 
 def _git(root: Path, *args: str) -> str:
