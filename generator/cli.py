@@ -262,12 +262,13 @@ def cmd_diff(args, console: Console) -> int:
 
     root = args.root
     if args.against_torch:
-        if _stale_notice(root, console):
+        old, new = "torch", "generated"
+        if _stale_notice(reviewing.Side(root, None), args.format, old, new, console):
             return DIFFERENT
         from generator import spec_loading
 
         refs = reviewing.builders(spec_loading.load_modules(root), args.backends)
-        results, old, new = list(reviewing.against_torch(root, refs)), "torch", "generated"
+        results = list(reviewing.against_torch(root, refs))
         uncompared = reviewing.unreferenced(refs)
         if not results:  # nothing has a reference: say so, and that is no difference
             console.out.write(review_formats.render(args.format, results, old, new, uncompared))
@@ -277,30 +278,30 @@ def cmd_diff(args, console: Console) -> int:
         old_side, new_side = reviewing.parse_revisions(root, args.rev)
         for side in (old_side, new_side):
             reviewing.require_generated(side)
-        if new_side.revision is None and _stale_notice(root, console):
+        old, new = old_side.title, new_side.title
+        if _stale_notice(new_side, args.format, old, new, console):
             return DIFFERENT
         results = list(reviewing.against_revision(old_side, new_side, args.backends))
-        old, new = old_side.title, new_side.title
     if not results:
         raise errors.NothingToCompareError("nothing to compare: no backend on either side")
     console.out.write(review_formats.render(args.format, results, old, new, uncompared))
     return DIFFERENT if any(r.status != "same" for r in results) else OK
 
 
-def _stale_notice(root: Path, console: Console) -> bool:
-    """Say first when generated/ is not what spec/ says (a diff of it would mislead); True when so."""
-    recorded = manifest.read(root)
-    statuses = {t.relative: planning.status(t, recorded) for t in planning.plan(root)}
-    missing = sorted(name for name, status in statuses.items() if status.state == "missing")
-    if missing:
-        raise errors.NothingToCompareError(f"nothing to compare: {missing[0]} is missing; fix: {FIX_COMMAND}")
-    stale = {name: status for name, status in statuses.items() if status.state != "fresh"}
+def _stale_notice(side, fmt: str, old: str, new: str, console: Console) -> bool:
+    """Say, in the diff's format, when the side's generated/ is not what its spec says; True when so.
+
+    A diff of such a generated/ would mislead: it would not show the spec's change.
+    """
+    from generator import review_formats, reviewing
+
+    stale = reviewing.stale_files(side)
     if not stale:
         return False
-    console.say("generated/ is out of date with spec/; diff compares generated modules, so regenerate first:", "red")
-    for name, status in stale.items():
-        console.say(f"  {name}: {REASONS[status.state]}{': ' + '; '.join(status.reasons) if status.reasons else ''}")
-    console.say(f"fix: {FIX_COMMAND}", "bold")
+    fix = FIX_COMMAND
+    if side.revision is not None:
+        fix = f"check out {side.revision}, run {FIX_COMMAND} and commit the result"
+    console.out.write(review_formats.stale(fmt, stale, old, new, fix))
     return True
 
 

@@ -4,6 +4,9 @@ Every format lists every change: added and removed backends with all their
 patterns, dtype configs changed under the same name (once, by field), and each
 pattern's spec line where the expansion knows it. The JSON schema is documented
 in README.md ("diff --format json").
+
+When the newer side's generated/ is not what its spec says, `stale` prints that
+instead, in the same format, so that a tool reading JSON never gets prose.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import json
 
 from generator.compare import BackendDiff, FieldChange, PatternChange
+from generator.reviewing import WORKING_TREE
 
 FORMATS = ("text", "markdown", "json")
 
@@ -18,6 +22,29 @@ FORMATS = ("text", "markdown", "json")
 def render(fmt: str, results: list[BackendDiff], old: str, new: str, uncompared: list[str] = ()) -> str:
     """`uncompared`: backends with no reference builder, named by `diff --against-torch`."""
     return {"text": text, "markdown": markdown, "json": as_json}[fmt](results, old, new, list(uncompared))
+
+
+STATES = {"missing": "missing", "stale": "stale", "edited": "edited by hand"}
+
+
+def stale(fmt: str, files: list, old: str, new: str, fix: str) -> str:
+    """The stale notice: `files` are `reviewing.StaleFile`s of side `new`; `fix` is the command that fixes them."""
+    where = "generated/ is out of date with spec/" + ("" if new == WORKING_TREE else f" at {new}")
+    if fmt == "json":
+        listed = [{"file": f.file, "state": f.state, "reasons": list(f.reasons)} for f in files]
+        document = {"old": old, "new": new, "different": True, "stale": listed, "fix": fix}
+        return json.dumps(document, indent=1) + "\n"
+    if fmt == "markdown":
+        lines = [f"## Backend config diff: `{old}` → `{new}`", "", f"**{where}**: not compared, regenerate first.", ""]
+        lines += [f"- `{f.file}`: {_state(f)}" for f in files]
+        return "\n".join([*lines, "", f"Fix: `{fix}`", ""])
+    lines = [f"{where}; diff compares generated modules, so regenerate first:"]
+    lines += [f"  {f.file}: {_state(f)}" for f in files]
+    return "\n".join([*lines, f"fix: {fix}", ""])
+
+
+def _state(file) -> str:
+    return STATES[file.state] + (": " + "; ".join(file.reasons) if file.reasons else "")
 
 
 def text(results: list[BackendDiff], old: str, new: str, uncompared: list[str]) -> str:

@@ -13,11 +13,17 @@ its patterns are traced to spec lines by loading that side's spec.
 Against torch (any reference builder), the differences a spec declares are
 reported apart from undeclared drift, and backends without a reference builder
 are named but not compared.
+
+Before comparing, the newer side's generated/ is checked against that side's own
+spec (`stale_files`): in the working tree as `check` does, at a revision from
+the revision's manifest and files, without executing its spec. A stale side is
+reported instead of a diff that would not show the spec's change.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import subprocess
 import tarfile
@@ -27,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from generator import digests, manifest, planning
 from generator.compare import BackendDiff
 from generator.errors import GeneratedModuleError, GeneratorError, GitError, NothingToCompareError, UnknownBackendError
 from generator.expansion import Declaration, expand_backend
@@ -87,14 +94,45 @@ def against_torch(root: Path, refs: list[BuilderRef]) -> Iterator[BackendDiff]:
         ours = _build(module, ref)
         theirs = divergence.build_reference(ref.torch_builder, root, ref.location)
         names, where = _dtype_names(module), ({}, locations.get(ref.label, {}))
+        names = {**names, **_paired_names(theirs, ours, names)}
         split = divergence.split_differences(ref.label, ours, theirs, ref.declarations)
         keys = {divergence.torch_key(d.key) for d in ref.declarations}
         drift = backend_diff(ref.label, divergence.without(theirs, keys), divergence.without(ours, keys), names, where)
         # The reviewer's diff names every field the comparator checks; this is a safety net, not a format.
-        unexplained = split.stale + (() if drift.patterns or drift.name else tuple(map(str, split.undeclared)))
+        shown = drift.patterns or drift.name or drift.dtype_configs
+        unexplained = split.stale + (() if shown else tuple(map(str, split.undeclared)))
         declared = tuple(_declared(d, theirs, ours, names, where, ref.label) for d in split.declared)
         status = "changed" if unexplained else drift.status
         yield dataclasses.replace(drift, status=status, unexplained=unexplained, declared=declared)
+
+
+def _paired_names(theirs, ours, names: dict[int, str]) -> dict[int, str]:
+    """Our names for the reference's dtype configs: the one ours stands in for, where that is unambiguous.
+
+    The reference's dtype configs have no names the diff knows, so one whose
+    content differs from ours would show as removed and re-added in every
+    pattern that uses it. Paired by position within each pattern both register
+    (lists of equal length), a reference dtype config that always meets the same
+    named one of ours, and only it, gets that name: a content change is then
+    reported once, by field.
+    """
+    from generator.compare import _configs_by_key
+
+    ours_by_key = _configs_by_key(ours.configs)
+    met: dict[int, set[str]] = {}
+    for key, (_, config) in _configs_by_key(theirs.configs).items():
+        mine = ours_by_key.get(key, (None, None))[1]
+        if mine is None or len(mine.dtype_configs) != len(config.dtype_configs):
+            continue
+        for their, our in zip(config.dtype_configs, mine.dtype_configs):
+            if id(our) in names:
+                met.setdefault(id(their), set()).add(names[id(our)])
+    unique = {their: next(iter(found)) for their, found in met.items() if len(found) == 1}
+    claimed: dict[str, int] = {}
+    for name in unique.values():
+        claimed[name] = claimed.get(name, 0) + 1
+    # A name two reference objects claim stays ours alone: neither is known to be it.
+    return {their: name for their, name in unique.items() if claimed[name] == 1}
 
 
 def _declared(declaration: Declaration, theirs, ours, names, where, label: str):
@@ -219,18 +257,95 @@ def _side_locations(side: Side) -> dict[str, dict[str, str]]:
     if side.revision is None:
         return spec_locations(side.root)
     with tempfile.TemporaryDirectory(prefix="generator-review-") as folder:
-        archive = subprocess.run(
-            ["git", "-C", str(side.root), "archive", "--format=tar", side.revision, "spec"], capture_output=True
-        )
-        if archive.returncode != 0:
+        if not _extract(side, Path(folder), ("spec",)):
             return {}  # the revision has no spec/: its patterns keep no spec lines
-        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-            tar.extractall(folder, filter="data")
         return spec_locations(Path(folder))
+
+
+def _extract(side: Side, folder: Path, paths: tuple[str, ...]) -> bool:
+    """Write the revision's files under the given top-level paths into `folder`; False when it has none."""
+    present = [p for p in paths if p in _git(side.root, "ls-tree", "--name-only", side.revision).split()]
+    if not present:
+        return False
+    archive = subprocess.run(
+        ["git", "-C", str(side.root), "archive", "--format=tar", side.revision, *present], capture_output=True
+    )
+    if archive.returncode != 0:
+        return False
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(folder, filter="data")
+    return True
+
+
+# ---------------------------------------------------------------------------
+# Is the newer side's generated/ what its own spec says?
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StaleFile:
+    """A generated file that is not what its side's spec says: 'missing', 'stale' or 'edited', and why."""
+
+    file: str
+    state: str
+    reasons: tuple[str, ...] = ()
+
+
+def stale_files(side: Side) -> list[StaleFile]:
+    """The side's generated files that regenerate would change, decided from digests alone.
+
+    In the working tree, a file whose spec was never regenerated is stale
+    (missing); one the manifest records but that is gone leaves nothing to
+    compare. At a revision, the revision's own spec, templates, generator code
+    and generated files are compared with its manifest; the black and Jinja2
+    versions it recorded are taken as given (they are not the revision's files),
+    and a revision without a manifest is not judged.
+    """
+    if side.revision is None:
+        return _stale_in(side.root, manifest.read(side.root), revision=None)
+    with tempfile.TemporaryDirectory(prefix="generator-review-") as folder:
+        tree = Path(folder)
+        _extract(side, tree, ("spec", "templates", "generator", "generated", "docs"))
+        recorded = manifest.read(tree)
+        if recorded is None or not (tree / "spec").is_dir():
+            return []
+        return _stale_in(tree, recorded, revision=side.revision)
+
+
+def _stale_in(root: Path, recorded: manifest.Manifest | None, revision: str | None) -> list[StaleFile]:
+    found = []
+    for target in planning.plan(root):
+        if revision is not None:
+            target = dataclasses.replace(target, made_from=_as_committed(root, target, recorded))
+        status = planning.status(target, recorded)
+        if status.state == "missing" and revision is None and recorded and target.relative in recorded.outputs:
+            fix = "fix: python -m generator regenerate"
+            raise NothingToCompareError(f"nothing to compare: {target.relative} is missing; {fix}")
+        if status.state != "fresh":
+            found.append(StaleFile(target.relative, status.state, status.reasons))
+    return found
+
+
+def _as_committed(root: Path, target: planning.Target, recorded: manifest.Manifest | None) -> tuple:
+    """The target's inputs as the revision has them: its own generator code, the recorded package versions."""
+    entry = recorded.outputs.get(target.relative) if recorded else None
+    before = recorded.made_from(entry) if entry else {}
+    inputs = {}
+    for name, digest in target.made_from:
+        if name in digests.VERSIONED_PACKAGES:
+            digest = before.get(name, digest)
+        elif name.startswith("generator/"):
+            committed = root / name
+            digest = hashlib.sha256(committed.read_bytes()).hexdigest() if committed.exists() else before.get(name)
+        inputs[name] = digest
+    return tuple(sorted(inputs.items()))
 
 
 def spec_locations(root: Path) -> dict[str, dict[str, str]]:
     """{backend label: {pattern as the diff names it: spec line}}, from the spec under `root`.
+
+    A single op's line is where the op is named (in an op list shared by many
+    backends, the list entry); a fused pattern's is its config() call.
 
     A spec the current generator cannot load (an old revision's) gives none: the
     diff then names patterns without their spec lines.
@@ -244,13 +359,25 @@ def spec_locations(root: Path) -> dict[str, dict[str, str]]:
         return {}
     return {
         expanded.backend.label: {
-            python_source(c.pattern if c.pattern is not None else c.key): str(c.location)
+            python_source(c.pattern if c.pattern is not None else c.key): str(_origin(c))
             for c in expanded.backend.configs
-            if c.location is not None
+            if _origin(c) is not None
         }
         for module in modules
         for expanded in module.backends
     }
+
+
+def _origin(config) -> SourceLocation | None:
+    """Where the spec writes the pattern: the config() call, unless it is a single op named
+    before it (an op list's entry, which is what a spec change edits)."""
+    pattern = config.pattern if config.pattern is not None else config.key
+    named = getattr(pattern, "location", None)
+    call = config.location
+    if named is None or call is None:
+        return call or named
+    before = named.file != call.file or named.line < call.line
+    return named if before else call
 
 
 def _git(root: Path, *args: str) -> str:

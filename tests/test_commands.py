@@ -1,5 +1,6 @@
 """check and diff, on copies of the project: clean, stale, hand-edited, missing, drifted."""
 
+import json
 import os
 import re
 import shutil
@@ -166,3 +167,50 @@ def test_an_unmarked_override_warns_and_fails_strict_with_or_without_the_cache(p
         assert code == 2
         assert f"error: spec/_common.py:{line}: pattern nniqat.ConvReLU2d is registered again" in out
         assert "(--strict; 3 lint finding(s))" in out
+
+
+def test_diff_against_torch_json_has_declared_unexplained_and_not_compared(project, capsys, monkeypatch):
+    """A declared addition, a dtype config changed under its name, a backend without a reference."""
+    import torch.ao.quantization.backend_config.x86 as torch_x86
+
+    spec = project / "spec" / "x86.py"
+    edits = [
+        ("DTypeConfig(**DEFAULT_OP_QUINT8)", 'DTypeConfig(**{**DEFAULT_OP_QUINT8, "is_dynamic": False})'),
+        ("import Backend, DTypeConfig, Module", "import Backend, DTypeConfig, Module, added, config, nn"),
+        ("            ),\n        )\n    ],", "            ) + [SILU],\n        )\n    ],"),
+        ("MODULE = Module(", 'SILU = config(added(nn.SiLU, "SiLU like ELU"), default)\n\nMODULE = Module('),
+    ]
+    text = spec.read_text()
+    for old, new in edits:
+        assert old in text
+        text = text.replace(old, new)
+    spec.write_text(text)
+    shutil.copy(ROOT / "tests" / "custom_backends" / "tutorial" / "spec" / "my_backend.py", project / "spec")
+    assert run(capsys, "--root", str(project), "regenerate")[0] == 0
+    code, out = run(capsys, "--root", str(project), "diff", "--against-torch", "--format", "json", "x86", "my_backend")
+    assert code == 1, out
+    document = json.loads(out)
+    assert document["not_compared"] == ["my_backend"] and document["different"] is True
+    (x86,) = document["backends"]
+    silu_line = next(n for n, line in enumerate(spec.read_text().splitlines(), 1) if "added(nn.SiLU" in line)
+    assert x86["declared"] == [{
+        "kind": "added", "pattern": "nn.SiLU", "reason": "SiLU like ELU",
+        "location": f"spec/x86.py:{silu_line}", "fields": [],
+    }]  # fmt: skip
+    # torch's dtype config has no name: it is paired with ours, so its change shows once, not once per pattern
+    assert x86["dtype_configs"] == [{
+        "name": "x86_default_op_quint8_dtype_config",
+        "fields": [{"field": "is_dynamic", "old": "None", "new": "False"}],
+    }]  # fmt: skip
+    assert (x86["patterns"], x86["unexplained"]) == ([], [])
+    original = torch_x86.get_x86_backend_config
+
+    def with_silu():  # the reference now registers SiLU too: the declaration no longer happens
+        config = original()
+        return config.set_backend_pattern_config(type(config.configs[0])(torch_x86.torch.nn.SiLU))
+
+    monkeypatch.setattr(torch_x86, "get_x86_backend_config", with_silu)
+    code, out = run(capsys, "--root", str(project), "diff", "--against-torch", "--format", "json", "x86")
+    (x86,) = json.loads(out)["backends"]
+    assert code == 1 and x86["status"] == "changed" and x86["unexplained"], out
+    assert any("nn.SiLU" in problem for problem in x86["unexplained"])

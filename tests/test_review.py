@@ -7,6 +7,7 @@ constraint changed inside a named dtype config of a backend the test adds
 """
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -116,7 +117,7 @@ def test_two_revisions_show_the_whole_change_and_nothing_else(repo, capsys):
     silu = [line for line in lines if "nn.SiLU" in line]
     assert silu and all(re.fullmatch(r"\w+: \+ pattern nn.SiLU  \(spec/_common.py:\d+\)", line) for line in silu)
     spec_line = int(silu[0].rsplit(":", 1)[1].rstrip(")"))
-    assert "DEFAULT_OPS" in (repo / "spec" / "_common.py").read_text().splitlines()[spec_line - 1]
+    assert "nn.SiLU" in (repo / "spec" / "_common.py").read_text().splitlines()[spec_line - 1]  # the op list's entry
     explained = {field, *silu} | {line for line in lines if line.startswith("acme_new: ")}
     assert set(lines) == explained  # nothing else: no header churn, no invented changes
 
@@ -143,6 +144,16 @@ def test_each_name_of_a_backend_selects_it_and_the_label_is_shown(repo, capsys):
     assert outputs[0][1].startswith("acme_npu: dtype config")
     code, _, err = run(capsys, repo, "--rev", "HEAD~1..HEAD", "acme_np")
     assert code == 2 and err.startswith("error: unknown backend(s) acme_np; choose from ") and "acme_npu" in err
+
+
+def test_torch_names_and_module_names_select_a_backend_everywhere_and_the_label_is_shown(repo, capsys):
+    for args in (("--rev", "HEAD~1..HEAD"), ("--against-torch",)):
+        shown = [json.loads(run(capsys, repo, *args, "--format", "json", name)[1]) for name in
+                 ("_native_and_fp16", "test_only_legacy_native")]  # fmt: skip
+        assert shown[0] == shown[1]
+        assert [b["backend"] for b in shown[0]["backends"]] == ["test_only_legacy_native"]
+    document = json.loads(run(capsys, repo, "--against-torch", "--format", "json", "acme", "acme_new")[1])
+    assert (document["backends"], document["not_compared"]) == ([], ["acme_npu", "acme_new"])
 
 
 def test_markdown_has_a_section_and_a_count_line_per_changed_backend(repo, capsys):
@@ -180,15 +191,72 @@ def test_a_stale_tree_is_said_first_with_the_fix(repo, capsys):
     original = spec.read_text()
     try:
         spec.write_text(original.replace("0.01", "0.1"))
-        for args in ((), ("--rev", "HEAD~1"), ("--format", "json")):
+        for args in ((), ("--rev", "HEAD~1"), ("--against-torch", "acme")):
             code, out, _ = run(capsys, repo, *args)
             assert code == 1
             assert out.splitlines()[0].startswith("generated/ is out of date with spec/")
             assert "generated/acme.py: stale: spec/acme.py changed" in out
             assert out.splitlines()[-1] == "fix: python -m generator regenerate"
             assert "no differences" not in out
+        for args in ((), ("--against-torch",)):  # a tool reading JSON gets JSON, with the documented shape
+            code, out, _ = run(capsys, repo, "--format", "json", *args)
+            document = json.loads(out)
+            assert code == 1 and document["different"] is True and "backends" not in document
+            assert document["fix"] == "python -m generator regenerate"
+            stale = {"file": "generated/acme.py", "state": "stale", "reasons": ["spec/acme.py changed"]}
+            assert stale in document["stale"]
+        code, out, _ = run(capsys, repo, "--format", "markdown")
+        assert code == 1 and out.startswith("## Backend config diff: `HEAD` → `working tree`")
+        assert "- `generated/acme.py`: stale: spec/acme.py changed" in out
     finally:
         spec.write_text(original)
+
+
+def test_a_new_spec_file_not_yet_regenerated_is_a_stale_tree(repo, capsys):
+    spec = repo / "spec" / "acme_newer.py"
+    spec.write_text(NEW_BACKEND.replace("acme_new", "acme_newer"))
+    try:
+        code, out, err = run(capsys, repo)
+        assert (code, err) == (1, "")
+        assert "  generated/acme_newer.py: missing" in out.splitlines()
+        assert "docs/support-matrix.md: stale: spec/acme_newer.py is new to it" in out
+    finally:
+        spec.unlink()
+
+
+def commit_without_touching_the_tree(project, path: str, text: str) -> str:
+    """A commit on top of HEAD that changes one file, made without checking it out."""
+    index = {"GIT_INDEX_FILE": str(project / ".git" / "test-index")}
+    env = {**os.environ, **index}
+
+    def plumbing(*args, stdin=None):
+        done = subprocess.run([GIT, "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              input=stdin, env=env, check=True, capture_output=True, text=True)  # fmt: skip
+        return done.stdout.strip()
+
+    plumbing("read-tree", "HEAD")
+    blob = plumbing("hash-object", "-w", "--stdin", stdin=text)
+    plumbing("update-index", "--cacheinfo", f"100644,{blob},{path}")
+    return plumbing("commit-tree", plumbing("write-tree"), "-p", "HEAD", "-m", "spec edited, not regenerated")
+
+
+def test_a_revision_committed_stale_is_said_with_its_own_manifest(repo, capsys):
+    edited = (repo / "spec" / "acme.py").read_text().replace("0.01", "0.1")
+    stale = commit_without_touching_the_tree(repo, "spec/acme.py", edited)
+    code, out, err = run(capsys, repo, "--rev", f"HEAD~1..{stale}")
+    assert (code, err) == (1, "")
+    assert out.splitlines() == [
+        f"generated/ is out of date with spec/ at {stale}; diff compares generated modules, so regenerate first:",
+        "  generated/acme.py: stale: spec/acme.py changed",
+        "  docs/support-matrix.md: stale: spec/acme.py changed",
+        f"fix: check out {stale}, run python -m generator regenerate and commit the result",
+    ]
+    document = json.loads(run(capsys, repo, "--rev", f"HEAD~1..{stale}", "--format", "json")[1])
+    assert [(f["file"], f["state"]) for f in document["stale"]] == [
+        ("generated/acme.py", "stale"), ("docs/support-matrix.md", "stale")
+    ]  # fmt: skip
+    code, out, _ = run(capsys, repo, "--rev", f"{stale}..HEAD")  # only the newer side must be fresh
+    assert code == 0 and out.startswith("no differences in ")
 
 
 def test_nothing_to_compare_is_one_line_and_exit_2(repo, capsys, tmp_path):
