@@ -168,12 +168,17 @@ MODULE = Module(
 '''
 
 
-def test_lint_says_whether_content_differs_and_names_every_backend(project, capsys):
+def regenerate_with_only(project, capsys, spec_text: str) -> None:
+    """The project's spec files replaced by one, spec/lint_case.py, and regenerated."""
     for spec in (project / "spec").glob("*.py"):
         if not spec.name.startswith("_"):
             spec.unlink()
-    (project / "spec" / "lint_case.py").write_text(LINT_SPEC)
+    (project / "spec" / "lint_case.py").write_text(spec_text)
     assert run(capsys, project, "regenerate")[0] == 0
+
+
+def test_lint_says_whether_content_differs_and_names_every_backend(project, capsys):
+    regenerate_with_only(project, capsys, LINT_SPEC)
     code, out = run(capsys, project, "check")
     warnings = [line for line in out.splitlines() if line.startswith("warning")]
     assert code == 0, out
@@ -211,11 +216,7 @@ MODULE = Module(
 
 
 def test_a_mark_that_overrides_nothing_in_every_backend_reaching_it_warns_and_fails_strict(project, capsys):
-    for spec in (project / "spec").glob("*.py"):
-        if not spec.name.startswith("_"):
-            spec.unlink()
-    (project / "spec" / "lint_case.py").write_text(STALE_MARK_SPEC)
-    assert run(capsys, project, "regenerate")[0] == 0
+    regenerate_with_only(project, capsys, STALE_MARK_SPEC)
     code, out = run(capsys, project, "check")
     assert code == 0, out
     # Line 7 overrides in "first" only: that is enough. Line 8 overrides nothing anywhere.
