@@ -31,15 +31,35 @@ COMMANDS = {
     "matrix": ["matrix"],
     "diff --against-torch": ["diff", "--against-torch"],
     "diff --rev": ["diff", "--rev", "HEAD"],
+    "diff": ["diff"],
+    "import": ["import", "env_builder:get_env_backend_config", "--name", "imported"],
 }
 EVERY_COMMAND = pytest.mark.parametrize("command", list(COMMANDS.values()), ids=list(COMMANDS))
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
+
+
+ENV_BUILDER = """
+import os, pathlib, time
+
+import torch
+from torch.ao.quantization.backend_config import BackendConfig, BackendPatternConfig, DTypeConfig
+
+
+def get_env_backend_config():
+    if "READY_FILE" in os.environ:  # the Ctrl-C test: hold the run here until SIGINT
+        pathlib.Path(os.environ["READY_FILE"]).touch()
+        time.sleep(120)
+    quint8 = DTypeConfig(input_dtype=torch.quint8, output_dtype=torch.quint8)
+    relu = BackendPatternConfig(torch.nn.ReLU).set_dtype_configs([quint8])
+    return BackendConfig("env").set_backend_pattern_config(relu)
+"""
 
 
 @pytest.fixture
 def repo(project) -> Path:
     """The project copy as a git repository, so that `diff --rev HEAD` has a revision."""
     git = shutil.which("git")
+    (project / "env_builder.py").write_text(ENV_BUILDER)  # what `import` reads
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
         subprocess.run([git, "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(project), *args], check=True)
     return project
@@ -85,7 +105,8 @@ def test_root_after_the_command_works_like_before_it(command, repo, tmp_path, mo
     matrix_unchanged = f"unchanged {planning.MATRIX_OUTPUT}"
     nothing_differs = ("no differences in ", "no undeclared differences in ")  # diff
     compared = any(line.startswith(nothing_differs) for line in out.splitlines())
-    finished = ("up to date" in last, compared, last == matrix_unchanged)
+    imported = last == "next: python -m generator regenerate"
+    finished = ("up to date" in last, compared, last == matrix_unchanged, imported)
     assert any(finished), out
 
 
@@ -96,7 +117,7 @@ def test_a_target_that_cannot_be_written_or_read_is_one_line_naming_it(command, 
     blocked.unlink()
     blocked.mkdir()
     code, out, err = run(capsys, "--root", str(repo), *command)
-    if command[0] == "matrix":  # reads the spec only
+    if command[0] in ("matrix", "import"):  # the spec only, or nothing of generated/
         assert code == 0 and err == ""
     else:
         assert code == 2 and len(err.splitlines()) == 1 and str(blocked.relative_to(repo)) in err, err
