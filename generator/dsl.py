@@ -147,7 +147,7 @@ def _assignment_line(frame, value) -> int | None:
 @functools.cache
 def _name_assignments(filename: str) -> tuple[tuple[int, str], ...]:
     """(line, name) of every `name = ...` in a spec file."""
-    tree = ast.parse(Path(filename).read_text(), filename)
+    tree = ast.parse(Path(filename).read_bytes(), filename)  # bytes: decoded as Python decodes source
     return tuple(
         (node.lineno, target.id)
         for node in ast.walk(tree)
@@ -390,7 +390,7 @@ def _to_ref(value, what: str, example: str = "nn.Conv2d") -> model.TorchRef | No
 @functools.cache
 def _assignments(filename: str) -> tuple[tuple[int, int, str], ...]:
     """(first line, last line, target name) of each `name = call(...)` in a spec file."""
-    tree = ast.parse(Path(filename).read_text(), filename)
+    tree = ast.parse(Path(filename).read_bytes(), filename)  # bytes: decoded as Python decodes source
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:

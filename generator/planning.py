@@ -147,7 +147,7 @@ def module_name(spec_file: Path) -> str:
     executing them.
     """
     try:
-        tree = ast.parse(spec_file.read_text(), str(spec_file))
+        tree = ast.parse(spec_file.read_bytes(), str(spec_file))  # bytes: Python decodes (BOM, coding cookie)
     except SyntaxError:
         return spec_file.stem
     for node in ast.walk(tree):

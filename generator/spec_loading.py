@@ -72,7 +72,8 @@ def _import_spec(root: Path, stem: str):
         raise
     except SyntaxError as error:
         location = SourceLocation(_relative(root, error.filename), error.lineno or 1)
-        raise SpecSyntaxError(f"invalid Python: {error.msg}", location) from None
+        hint = " (save the file as UTF-8)" if "codec can't decode" in error.msg else ""
+        raise SpecSyntaxError(f"invalid Python: {error.msg}{hint}", location) from None
     except Exception as error:
         location, names = _innermost_spec_frame(root, error)
         hint = _name_hint(error, names)

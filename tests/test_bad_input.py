@@ -38,7 +38,8 @@ def marked_location(case: Path) -> str:
         f"{source.relative_to(case)}:{number}"
         for source in sorted(case.rglob("*"))
         if source.is_file() and source.name != "expected.txt"
-        for number, line in enumerate(source.read_text().splitlines(), start=1)
+        # Bytes, decoded leniently: a case may hold bytes that are not UTF-8 on purpose.
+        for number, line in enumerate(source.read_bytes().decode(errors="replace").splitlines(), start=1)
         if "<- error" in line
     ]
     assert len(marked) == 1, marked
