@@ -157,6 +157,30 @@ def _name_assignments(filename: str) -> tuple[tuple[int, str], ...]:
     )
 
 
+def at_argument(location: SourceLocation | None, argument: str) -> SourceLocation | None:
+    """The line of `argument=` in the call that starts at `location`: a call spans many lines,
+    and a wrong value is at the line that writes it, not at the line that opens the call."""
+    if location is None or _project_root is None:
+        return location
+    for call_line, value_line in _keyword_lines(str(_project_root / location.file), argument):
+        if call_line == location.line:
+            return SourceLocation(location.file, value_line)
+    return location
+
+
+@functools.cache
+def _keyword_lines(filename: str, argument: str) -> tuple[tuple[int, int], ...]:
+    """(line of the call, line of the value) for each `argument=` keyword in a spec file."""
+    tree = ast.parse(Path(filename).read_bytes(), filename)
+    return tuple(
+        (node.lineno, keyword_node.value.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        for keyword_node in node.keywords
+        if keyword_node.arg == argument
+    )
+
+
 def describe(value) -> str:
     """A spec value in the spec's own words, for error messages."""
     if isinstance(value, Ref):
@@ -179,7 +203,15 @@ def describe(value) -> str:
         return f"({', '.join(describe(v) for v in value)})"
     if isinstance(value, dict):
         return "a dict"
-    return repr(value)
+    if isinstance(value, ModuleValue):
+        return "a Module(...)"
+    if isinstance(value, model.Backend):
+        return f"the Backend(name={value.name!r}, ...)"
+    if inspect.isgenerator(value):
+        return "a generator expression (write a list: [... for ...])"
+    text = repr(value)
+    # A default repr (`<x object at 0x7f...>`) changes from run to run and means nothing to a user.
+    return f"a value of type {type(value).__name__}" if " at 0x" in text else text
 
 
 def _spelling(path: str) -> str:
@@ -713,10 +745,18 @@ def removed(pattern, reason: str) -> Declared:
 # ---------------------------------------------------------------------------
 
 
-def flatten(configs) -> tuple[model.PatternConfig | model.Removal, ...]:
-    """Sections may nest lists of pattern configs (and declared removals); the order is kept."""
+def flatten(configs, call: SourceLocation | None = None) -> tuple[model.PatternConfig | model.Removal, ...]:
+    """Sections may nest lists of pattern configs (and declared removals); the order is kept.
+
+    `call` is the Backend(...) line: a value written in the call is blamed at its `configs=` line.
+    """
+
+    def where():
+        blamed = blame(configs)
+        return at_argument(call, "configs") if call is not None and blamed == call else blamed
+
     if not isinstance(configs, (list, tuple)):
-        raise SpecFieldError(f"configs must be a list of config(...), not {describe(configs)}", blame(configs))
+        raise SpecFieldError(f"configs must be a list of config(...), not {describe(configs)}", where())
     flat = []
     for item in configs:
         if isinstance(item, Declared) and item.kind == "removed":
@@ -729,16 +769,16 @@ def flatten(configs) -> tuple[model.PatternConfig | model.Removal, ...]:
                 item.location,
             )
         elif isinstance(item, (list, tuple)):
-            flat.extend(flatten(item))
+            flat.extend(flatten(item, call))
         else:
             message = f"a backend's configs must be config(...) values, not {describe(item)}"
-            raise SpecFieldError(message, blame(configs))
+            raise SpecFieldError(message, where())
     return tuple(flat)
 
 
-def _identifier(value, what: str, location) -> str:
+def _identifier(value, what: str, location, example: str = "get_my_backend_config") -> str:
     if not isinstance(value, str) or not value.isidentifier() or keyword.iskeyword(value):
-        message = f"{what} must be a Python identifier such as get_my_backend_config, not {value!r}"
+        message = f"{what} must be a Python identifier such as {example}, not {value!r}"
         raise SpecFieldError(message, location)
     return value
 
@@ -754,42 +794,57 @@ def Backend(name: str, builder: str, doc: str, configs, dict_builder=None, refer
     if reference is not None and torch_builder is not None:
         raise SpecFieldError("give reference= or its older name torch_builder=, not both", location)
     if not isinstance(name, str) or not name:
-        raise SpecFieldError(f"a backend's name must be a non-empty string, not {describe(name)}", location)
+        message = f"a backend's name must be a non-empty string, not {describe(name)}"
+        raise SpecFieldError(message, at_argument(location, "name"))
     reference = reference if reference is not None else torch_builder
     dotted = isinstance(reference, str) and all(part.isidentifier() for part in reference.split("."))
     if reference is not None and not dotted:
         message = f"reference must be a dotted import path written as a string, not {describe(reference)}"
-        raise SpecFieldError(message, location)
-    flat = flatten(configs)
+        raise SpecFieldError(message, at_argument(location, "reference" if torch_builder is None else "torch_builder"))
+    flat = flatten(configs, location)
     return model.Backend(
         name=name,
-        builder=_identifier(builder, "builder", location),
-        doc=_text(doc, "doc", location),
+        builder=_identifier(builder, "builder", at_argument(location, "builder")),
+        doc=_text(doc, "doc", at_argument(location, "doc")),
         configs=tuple(c for c in flat if isinstance(c, model.PatternConfig)),
         removals=tuple(c for c in flat if isinstance(c, model.Removal)),
-        dict_builder=None if dict_builder is None else _identifier(dict_builder, "dict_builder", location),
+        dict_builder=None if dict_builder is None else _identifier(
+            dict_builder, "dict_builder", at_argument(location, "dict_builder")
+        ),
         reference=reference,
         location=location,
     )
+
+
+class ModuleValue(SimpleNamespace):
+    """What Module(...) returns: the one value a spec file's MODULE may hold."""
 
 
 @spec_function
 def Module(doc: str, backends, exports=(), dtype_configs=(), name=None):
     """The generated module a spec file describes, named after the file unless `name` says."""
     location = spec_location()
+    for what, value in (("backends", backends), ("exports", exports), ("dtype_configs", dtype_configs)):
+        # A generator would be used up by the checks below and leave the module empty.
+        if not isinstance(value, (list, tuple)):
+            where = blame(value)
+            where = at_argument(location, what) if where == location else where
+            raise SpecFieldError(f"Module()'s {what} must be a list, not {describe(value)}", where)
     for backend in backends:
         if not isinstance(backend, model.Backend):
-            raise SpecFieldError(f"backends must hold Backend(...) values, not {describe(backend)}", location)
+            message = f"backends must hold Backend(...) values, not {describe(backend)}"
+            raise SpecFieldError(message, at_argument(location, "backends"))
     for export in exports:
-        _identifier(export, "an exported name", location)
+        _identifier(export, "an exported name", at_argument(location, "exports"))
     for dtype_config in dtype_configs:
         if not isinstance(dtype_config, model.DTypeConfig):
-            raise SpecFieldError(f"dtype_configs must hold DTypeConfig values, not {describe(dtype_config)}", location)
+            message = f"dtype_configs must hold DTypeConfig values, not {describe(dtype_config)}"
+            raise SpecFieldError(message, at_argument(location, "dtype_configs"))
     if name is not None:
-        _identifier(name, "a module name", location)
-    return SimpleNamespace(
+        _identifier(name, "a module name", at_argument(location, "name"), "my_backend")
+    return ModuleValue(
         name=name,
-        doc=_text(doc, "doc", location),
+        doc=_text(doc, "doc", at_argument(location, "doc")),
         backends=tuple(backends),
         exports=tuple(exports),
         dtype_configs=tuple(dtype_configs),

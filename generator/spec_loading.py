@@ -54,6 +54,14 @@ def _load_one(root: Path, path: Path) -> ModuleSpec:
     declared = getattr(namespace, "MODULE", None)
     if declared is None:
         raise SpecFieldError("spec file defines no `MODULE = Module(...)`", SourceLocation(relative, 1))
+    if not isinstance(declared, dsl.ModuleValue):
+        lines = [line for line, name in dsl._name_assignments(str(path)) if name == "MODULE"]
+        message = f"MODULE must be a Module(...), not {dsl.describe(declared)}"
+        raise SpecFieldError(message, SourceLocation(relative, max(lines, default=1)))
+    if declared.name is None:
+        # The file's name is then the generated module's: `import generated.<name>` must work.
+        what = "a spec file's name (it names the generated module)"
+        dsl._identifier(path.stem, what, SourceLocation(relative, 1), "my_backend")
     return ModuleSpec(
         name=getattr(declared, "name", None) or path.stem,
         spec_file=relative,

@@ -11,9 +11,9 @@ weighted = [weighted_op_quint8_dtype_config]
 MODULE = Module(
     doc="Broken on purpose.",
     backends=[
-        Backend(  # <- error
+        Backend(
             name='qnnpack_pytorch_2.0_export',
-            builder='get-qnnpack-pt2e-backend-config',
+            builder='get-qnnpack-pt2e-backend-config',  # <- error
             doc="Broken on purpose.",
             configs=[
                 config(nn.Conv2d, weighted),
