@@ -647,16 +647,20 @@ def _to_callable(value, what: str):
 def function(template: str, name: str, **params) -> model.FunctionDef:
     """A callable written out from templates/functions/<template>.py.j2 with these params."""
     _identifier(name, "function name", spec_location())
-    converted = tuple((key, _param(value)) for key, value in params.items())
+    converted = tuple((key, _param(key, value)) for key, value in params.items())
     return model.FunctionDef(name, template, converted, spec_location())
 
 
-def _param(value):
+def _param(key: str, value):
+    """A template parameter: a torch name, a pattern, a plain constant, or a spec value with a name."""
     if isinstance(value, Ref):
         return value.to_model()
     if isinstance(value, tuple):
         return to_pattern(value)
-    return value
+    if value is None or isinstance(value, (bool, int, float, str, model.FunctionDef, model.DTypeConfig)):
+        return value
+    message = f"function() parameter {key}= must be a torch name, a pattern, a number, a string, True, False or None, "
+    raise SpecFieldError(message + f"not {describe(value)}", blame(value))
 
 
 @spec_function

@@ -8,13 +8,15 @@ is decided in source_spelling.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 from pathlib import Path
 
 import jinja2
+import jinja2.meta
 
-from generator.errors import TemplateRenderError
+from generator.errors import SpecFieldError, TemplateRenderError
 from generator.expansion import ExpandedModule, torch_refs
 from generator.formatting import BLOCK_MARKER
 from generator.matrix import SupportMatrix
@@ -41,12 +43,19 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
         lstrip_blocks=True,
         autoescape=False,
     )
-    env.filters["py"] = python_source
+    env.filters["py"] = _python_source
     env.filters["docstring"] = docstring
     env.filters["md_code"] = markdown_code
     env.globals["DEFAULT_OBSERVATION_TYPE"] = DEFAULT_OBSERVATION_TYPE
     env.globals["BLOCK_MARKER"] = BLOCK_MARKER
     return env
+
+
+def _python_source(value) -> str:
+    """The `py` filter; an undefined variable fails as itself, so its template line is reported."""
+    if isinstance(value, jinja2.Undefined):
+        value._fail_with_undefined_error()
+    return python_source(value)
 
 
 def markdown_code(text: str) -> str:
@@ -88,8 +97,40 @@ def render_matrix(matrix: SupportMatrix, templates_dir: Path) -> str:
 
 
 def render_function(env: jinja2.Environment, function: FunctionDef) -> str:
+    _check_function(env, function)
     template = env.get_template(f"functions/{function.template}.py.j2")
     return template.render(name=function.name, **dict(function.params))
+
+
+def _check_function(env: jinja2.Environment, function: FunctionDef) -> None:
+    """function("template", name, **params) names a template in templates/functions/ and gives
+    the parameters it reads. Extra ones are allowed (specs pass one dict of params to several
+    templates), but one that misspells a parameter the template reads is an error here."""
+    templates = sorted(n[len("functions/") : -len(".py.j2")] for n in env.list_templates(filter_func=_is_function))
+    if function.template not in templates:
+        close = difflib.get_close_matches(str(function.template), templates, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"there are {', '.join(map(repr, templates))}"
+        message = f"function(): no template templates/functions/{function.template}.py.j2 ({hint})"
+        raise SpecFieldError(message, function.location)
+    # A parameter the template reads and the spec does not give is the template's fault
+    # (rendering reports its line), unless the spec gives a misspelling of it.
+    wanted = _template_parameters(env, function.template) - {"name"}
+    unknown = sorted({key for key, _ in function.params} - wanted)
+    for missing in sorted(wanted - {key for key, _ in function.params}):
+        close = difflib.get_close_matches(missing, unknown, n=1)
+        if close:
+            message = f"function({function.template!r}, ...) has no parameter {close[0]}= (did you mean {missing}=?)"
+            raise SpecFieldError(message, function.location)
+
+
+def _is_function(name: str) -> bool:
+    return name.startswith("functions/") and name.endswith(".py.j2")
+
+
+def _template_parameters(env: jinja2.Environment, template: str) -> set[str]:
+    """The variables a function template reads that the environment does not define."""
+    source = env.loader.get_source(env, f"functions/{template}.py.j2")[0]
+    return jinja2.meta.find_undeclared_variables(env.parse(source)) - set(env.globals)
 
 
 def _module_refs(module: ExpandedModule):
