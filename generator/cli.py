@@ -51,6 +51,7 @@ EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.UnknownBackendError: ERROR,
     errors.NothingToCompareError: ERROR,
     errors.NotAProjectError: ERROR,
+    errors.NoSpecFilesError: ERROR,
     errors.WriteError: ERROR,
     errors.FileAccessError: ERROR,
     errors.InternalError: ERROR,
@@ -391,11 +392,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def require_project(root: Path) -> None:
-    """Refuse to run anywhere but a project root, before anything is read or written."""
+def require_project(root: Path, command: str) -> None:
+    """Refuse to run anywhere but a project root, before anything is read or written.
+
+    A spec/ without spec files is refused too (but by `import`, which writes the
+    first one): regenerate would otherwise delete every generated module.
+    """
     if not (root / "spec").is_dir():
         raise errors.NotAProjectError(
             f"{root} is not a project root: it has no spec/ folder; run in the project's folder or pass --root DIR"
+        )
+    if command != "import" and not planning.spec_files(root):
+        raise errors.NoSpecFilesError(
+            f"{root / 'spec'} has no spec files (spec/NAME.py with MODULE = Module(...)); write one, "
+            "or start from a builder with python -m generator import MODULE:FUNCTION"
         )
 
 
@@ -407,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         args.root = args.root.resolve()
-        require_project(args.root)
+        require_project(args.root, args.command)
         code = args.handler(args, console)
         console.out.flush()  # a closed stdout fails here, not at interpreter exit
         return code

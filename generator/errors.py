@@ -127,6 +127,10 @@ class NotAProjectError(GeneratorError):
     """The project root has no spec/ folder."""
 
 
+class NoSpecFilesError(GeneratorError):
+    """spec/ holds no spec file, so there is nothing to generate (and regenerate would delete everything)."""
+
+
 class WriteError(GeneratorError):
     """A generated file (or its folder) cannot be written."""
 

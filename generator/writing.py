@@ -35,7 +35,9 @@ def write_if_changed(path: Path, text: str) -> bool:
         path.parent.mkdir(parents=True, exist_ok=True)
         _replace(path, data)
     except OSError as error:
-        raise WriteError(f"cannot write {path}: {error.strerror or error}") from None
+        blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        reason = f"{blocking} is a file, not a folder" if blocking else error.strerror or error
+        raise WriteError(f"cannot write {path}: {reason}") from None
     return True
 
 

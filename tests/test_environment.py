@@ -84,6 +84,28 @@ def test_outside_a_project_one_line_suggests_root_and_writes_nothing(command, tm
     assert list(tmp_path.iterdir()) == []  # no cache, no output, nothing
 
 
+def test_a_generated_folder_that_is_a_file_is_one_line_naming_it(project, capsys):
+    shutil.rmtree(project / "generated")
+    (project / "generated").write_text("not a folder\n")
+    code, out, err = run(capsys, "--root", str(project), "regenerate", "--jobs", "1")
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert err.endswith(f"{project / 'generated'} is a file, not a folder\n"), err
+    assert (project / "generated").read_text() == "not a folder\n"
+
+
+@EVERY_COMMAND
+def test_a_spec_folder_without_spec_files_is_one_line_and_deletes_nothing(command, repo, capsys):
+    for spec in planning.spec_files(repo):
+        spec.unlink()
+    before = snapshot(repo)
+    code, out, err = run(capsys, "--root", str(repo), *command)
+    if command[0] == "import":  # the way to write the first spec file
+        assert code == 0 and (repo / "spec" / "imported.py").exists(), err
+        return
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "has no spec files" in err, err
+    assert snapshot(repo) == before
+
+
 @EVERY_COMMAND
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_a_wrong_root_before_or_after_the_command_is_one_line(command, where, tmp_path, monkeypatch, capsys):
