@@ -800,11 +800,12 @@ def Backend(name: str, builder: str, doc: str, configs, dict_builder=None, refer
     if not isinstance(name, str) or not name:
         message = f"a backend's name must be a non-empty string, not {describe(name)}"
         raise SpecFieldError(message, at_argument(location, "name"))
+    reference_location = at_argument(location, "reference" if torch_builder is None else "torch_builder")
     reference = reference if reference is not None else torch_builder
     dotted = isinstance(reference, str) and all(part.isidentifier() for part in reference.split("."))
     if reference is not None and not dotted:
         message = f"reference must be a dotted import path written as a string, not {describe(reference)}"
-        raise SpecFieldError(message, at_argument(location, "reference" if torch_builder is None else "torch_builder"))
+        raise SpecFieldError(message, reference_location)
     flat = flatten(configs, location)
     return model.Backend(
         name=name,
@@ -817,6 +818,7 @@ def Backend(name: str, builder: str, doc: str, configs, dict_builder=None, refer
         ),
         reference=reference,
         location=location,
+        reference_location=reference_location if reference is not None else None,
     )
 
 

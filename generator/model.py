@@ -202,6 +202,7 @@ class Backend:
     reference: str | None = None  # dotted path of the dynamic builder this one must equal
     removals: tuple[Removal, ...] = ()  # reference patterns this backend declares it drops
     location: SourceLocation | None = field(default=None, compare=False, repr=False)
+    reference_location: SourceLocation | None = field(default=None, compare=False, repr=False)  # of reference=
 
     @property
     def label(self) -> str:

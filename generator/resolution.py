@@ -96,7 +96,8 @@ def _uses(modules):
     for module in modules:
         for backend in module.backends:
             if backend.reference:
-                yield TorchRef(backend.reference, backend.location), "callable", "reference"
+                where = backend.reference_location or backend.location
+                yield TorchRef(backend.reference, where), "callable", "reference"
             for config in backend.configs:
                 yield from _config_uses(config)
             for removal in backend.removals:

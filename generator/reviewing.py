@@ -74,7 +74,8 @@ def _choose(wanted: list[str], known: list[tuple[str, set[str]]]) -> set[str]:
 
 def _builder_ref(module: ModuleSpec, backend: Backend) -> BuilderRef:
     declarations = expand_backend(backend).declarations
-    return BuilderRef(backend.label, module.name, backend.builder, backend.reference, declarations, backend.location)
+    location = backend.reference_location or backend.location  # where a failing reference is named
+    return BuilderRef(backend.label, module.name, backend.builder, backend.reference, declarations, location)
 
 
 def against_torch(root: Path, refs: list[BuilderRef]) -> Iterator[BackendDiff]:

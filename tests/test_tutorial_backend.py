@@ -209,12 +209,12 @@ def test_fx_flows_match_the_hand_written_config_bit_for_bit(my_backend):
 
 
 def add_reference(project, reference: str) -> int:
-    """Give the tutorial's backend a reference builder; the line number of the Backend(...) call."""
+    """Give the tutorial's backend a reference builder; the line number of its `reference=` line."""
     spec = project / "spec" / "my_backend.py"
     argument = f"            reference={reference!r},\n"
     text = spec.read_text().replace("        Backend(\n", "        Backend(\n" + argument, 1)
     spec.write_text(text)
-    return text.splitlines().index("        Backend(") + 1
+    return text.splitlines().index(argument.rstrip("\n")) + 1
 
 
 def test_a_user_s_own_reference_builder_is_compared_like_torch_s(project, capsys):
