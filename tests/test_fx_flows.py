@@ -19,7 +19,7 @@ dynamic LSTM, weight-only embeddings). Every builder runs the models through ptq
 patterns through fuse, and those with weighted or fixed-qparams patterns through qat, with
 QConfigMappings its dtype configs accept (BACKENDS). The backend cases derive from
 tests.builders.REFERENCED; engine, mappings and untouched cases are backend-specific knowledge keyed by
-builder id, with a generic default for a builder not listed.
+builder id, with a generic default for a builder not listed (which measures what it touches).
 
 Every counted case can fail: torch's config must change the flow's results compared with an empty
 BackendConfig of the same name run through the same flow and mapping (empty-config runs are cached per
