@@ -322,10 +322,29 @@ def cmd_import(args, console: Console) -> int:
         from generator import compaction
 
         spec = compaction.compact(spec, root)
+    _refuse_a_taken_backend_name(root, path, spec.backend)
     writing.write_if_changed(path, spec_source.spec_source(spec))
     console.say(f"{'written':9} {path.relative_to(root)}: {len(spec.backend.configs)} patterns", "green")
     console.say(f"next: {FIX_COMMAND}")
     return OK
+
+
+def _refuse_a_taken_backend_name(root: Path, path: Path, backend) -> None:
+    """regenerate requires backend names unique across spec/: never write a spec it would refuse."""
+    from generator import spec_loading
+
+    try:
+        others = spec_loading.load_modules(root, exclude=path)
+    except errors.GeneratorError:
+        return  # the other spec files are broken already: regenerate names that, whatever import writes
+    for other in (b for m in others for b in m.backends):
+        taken = sorted({other.name, other.label} & {backend.name, backend.label})
+        if taken:
+            raise errors.DuplicateBackendError(
+                f"backend name {taken[0]!r} is already used by the backend at {other.location}; backend names "
+                f"must be unique across spec/, so replace that file (--name {Path(other.location.file).stem} "
+                "--force) or import into a project without it"
+            )
 
 
 def positive_int(text: str) -> int:

@@ -115,20 +115,26 @@ def _paired_names(theirs, ours, names: dict[int, str]) -> dict[int, str]:
     pattern that uses it. Paired by position within each pattern both register
     (lists of equal length), a reference dtype config that always meets the same
     named one of ours, and only it, gets that name: a content change is then
-    reported once, by field.
+    reported once, by field. One that meets several (a pattern whose dtype configs
+    the spec changes on purpose) gets the one whose content it has, if just one has it.
     """
-    from generator.compare import _configs_by_key
+    from generator.compare import _configs_by_key, _dtype_config_key
 
     ours_by_key = _configs_by_key(ours.configs)
-    met: dict[int, set[str]] = {}
+    met: dict[int, tuple[object, dict[str, object]]] = {}
     for key, (_, config) in _configs_by_key(theirs.configs).items():
         mine = ours_by_key.get(key, (None, None))[1]
         if mine is None or len(mine.dtype_configs) != len(config.dtype_configs):
             continue
         for their, our in zip(config.dtype_configs, mine.dtype_configs):
             if id(our) in names:
-                met.setdefault(id(their), set()).add(names[id(our)])
-    unique = {their: next(iter(found)) for their, found in met.items() if len(found) == 1}
+                met.setdefault(id(their), (their, {}))[1][names[id(our)]] = our
+    unique = {}
+    for their_id, (their, found) in met.items():
+        if len(found) > 1:
+            found = {name: our for name, our in found.items() if _dtype_config_key(our) == _dtype_config_key(their)}
+        if len(found) == 1:
+            unique[their_id] = next(iter(found))
     claimed: dict[str, int] = {}
     for name in unique.values():
         claimed[name] = claimed.get(name, 0) + 1

@@ -28,16 +28,17 @@ from generator.model import ModuleSpec, SourceLocation
 from generator.planning import spec_files
 
 
-def load_modules(root: Path) -> list[ModuleSpec]:
-    """Execute every spec file and return the modules they describe."""
+def load_modules(root: Path, exclude: Path | None = None) -> list[ModuleSpec]:
+    """Execute every spec file (but `exclude`, one `import` is about to replace) and return their modules."""
     root = root.resolve()
+    exclude = exclude.resolve() if exclude is not None else None
     saved_path = list(sys.path)
     _forget_spec_package()
     dsl.set_project_root(root)
     dsl._assignments.cache_clear()
     sys.path.insert(0, str(root))
     try:
-        modules = [_load_one(root, path) for path in spec_files(root)]
+        modules = [_load_one(root, path) for path in spec_files(root) if path != exclude]
     finally:
         sys.path[:] = saved_path
         dsl.set_project_root(None)

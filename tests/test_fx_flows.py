@@ -19,7 +19,7 @@ dynamic LSTM, weight-only embeddings). Every builder runs the models through ptq
 patterns through fuse, and those with weighted or fixed-qparams patterns through qat, with
 QConfigMappings its dtype configs accept (BACKENDS). The backend cases derive from
 tests.builders.REFERENCED; engine, mappings and untouched cases are backend-specific knowledge keyed by
-builder id, with a generic default for a builder not listed.
+builder id, with a generic default for a builder not listed (which measures what it touches).
 
 Every counted case can fail: torch's config must change the flow's results compared with an empty
 BackendConfig of the same name run through the same flow and mapping (empty-config runs are cached per
@@ -477,8 +477,9 @@ class Backend:
     embedding_qconfigs: tuple[QConfig, QConfig] = _FLOAT_QPARAMS  # for nn.Embedding, nn.EmbeddingBag
     apis: tuple[str, ...] = ALL_APIS
     # (model name, api) cases whose flow this config leaves exactly as an empty BackendConfig does
-    # (no pattern of it matches the model): they could not fail, so they do not run.
-    untouched: frozenset[tuple[str, str]] = _NO_MODULE_FUNCTION_FUSIONS
+    # (no pattern of it matches the model): they could not fail, so they do not run. None: not known
+    # here (a builder of the user's own), so every case runs and case_failures measures it.
+    untouched: frozenset[tuple[str, str]] | None = _NO_MODULE_FUNCTION_FUSIONS
     consumed_by_fx: bool = True  # False: no FX flow reads this config, so its cases prove nothing
 
     @property
@@ -576,8 +577,12 @@ _SPECIFIC_CASES = [
 
 
 def _generic_cases(builder_id: str) -> list[Backend]:
-    """A builder nothing here knows about: torch's default mappings under the x86 engine."""
-    return [_default(builder_id, builder_id, "x86", "x86")]
+    """A builder nothing here knows about: torch's default mappings under the x86 engine.
+
+    Which models its patterns touch is not known either (untouched=None): every case runs, and
+    test_an_empty_config_fails_some_case_of_each_unknown_backend requires some of them to be able to fail.
+    """
+    return [_default(builder_id, builder_id, "x86", "x86", untouched=None)]
 
 
 BACKENDS = [
@@ -784,6 +789,8 @@ def case_failures(case_id: str, backend: Backend, model: Model, api: str, ours: 
     if bool(theirs["steps"]) == (case_id in TORCH_FAILS_BEFORE_ANY_STEP):
         found.append(f"torch's flow produced {len(theirs['steps'])} steps, raised {theirs['raised']}")
     exercised = bool(differences(theirs, empty_config_result(api, model, backend)))
+    if backend.untouched is None and not exercised:
+        return found  # a model an unknown backend does not touch: only ours == torch's is known here
     if exercised != backend.consumed_by_fx:
         found.append(
             f"torch's config {'changes' if exercised else 'does not change'} the flow's results compared with"
@@ -830,7 +837,7 @@ def _case(backend: Backend, model: Model, api: str):
 
 
 def _runs(backend: Backend, model: Model, api: str) -> bool:
-    return api in model.apis and api in backend.apis and (model.name, api) not in backend.untouched
+    return api in model.apis and api in backend.apis and (model.name, api) not in (backend.untouched or ())
 
 
 CASES = [
@@ -866,7 +873,7 @@ _SAMPLE = {
     (backend.label, api.removesuffix("_without_lowering")): case
     for case in CASES
     for backend, _, api in [case.values]
-    if backend.consumed_by_fx
+    if backend.consumed_by_fx and backend.untouched is not None
 }
 
 
@@ -876,6 +883,31 @@ def test_an_empty_config_fails_the_case(backend, model, api, request):
     empty = BackendConfig(backend.builder.ours()().name)
     found = case_failures(request.node.callspec.id, backend, model, api, empty)
     assert any(difference.startswith("result") for difference in found), found
+
+
+def test_an_empty_config_fails_some_case_of_each_unknown_backend():
+    """A builder of the user's own (no entry in _SPECIFIC_CASES) touches models nobody listed: some must fail."""
+    for backend in (b for b in BACKENDS if b.untouched is None):
+        cases = [(model, api) for model in MODELS for api in ALL_APIS if _runs(backend, model, api)]
+        empty = BackendConfig(backend.builder.ours()().name)
+        assert any(
+            any(d.startswith("result") for d in case_failures(backend.label, backend, model, api, empty))
+            for model, api in cases
+        ), (
+            f"{backend.label}: its patterns touch none of the FX flow models, so its cases prove nothing; add a"
+            " model its patterns match to MODELS, or an entry with consumed_by_fx=False to _SPECIFIC_CASES"
+        )
+
+
+def test_a_model_an_unknown_backend_does_not_touch_still_compares_ours_with_torch_s():
+    """tensorrt's config leaves default ops alone; seen as a user's builder, that case passes on equality."""
+    (generic,) = _generic_cases("tensorrt")
+    (model,) = [m for m in MODELS if m.name == "default_ops"]
+    case_id = "tensorrt-default_ops-ptq@x86"
+    assert case_failures(case_id, generic, model, "ptq", generic.builder.ours()()) == []
+    # ours is still run against torch's: a config that does touch the model fails the case
+    touching = next(b for b in BUILDERS if b.id == "fbgemm").ours()()
+    assert any(d.startswith("result") for d in case_failures(case_id, generic, model, "ptq", touching))
 
 
 def _without(pattern) -> Callable[[BackendConfig], BackendConfig]:

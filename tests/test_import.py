@@ -143,6 +143,23 @@ def test_import_never_overwrites_a_spec_without_force(project, capsys):
     assert 'reference="tests.user_builder.get_user_backend_config"' in spec.read_text()
 
 
+def test_import_refuses_a_backend_name_another_spec_file_uses(project, capsys):
+    """regenerate requires backend names unique across spec/: import never writes a spec it would refuse."""
+    (reference,) = [r for r in committed_references() if r.endswith(".get_qnnpack_pt2e_backend_config")]
+    (owner,) = [m for m in spec_loading.load_modules(project) for b in m.backends if b.reference == reference]
+    before = {p.name: p.read_text() for p in (project / "spec").iterdir() if p.is_file()}
+    code, out = run(capsys, "--root", str(project), "import", target(reference), "--name", "pt2e_imported")
+    assert code == 2
+    assert out.startswith("error: backend name 'qnnpack_pt2e' is already used by the backend at "
+                          f"{owner.spec_file}:") and out.count("\n") == 1, out
+    assert f"--name {owner.name} --force" in out
+    assert {p.name: p.read_text() for p in (project / "spec").iterdir() if p.is_file()} == before
+    # replacing the file that holds the name is what the message proposes, and it works
+    code, out = run(capsys, "--root", str(project), "import", target(reference), "--name", owner.name, "--force")
+    assert code == 0, out
+    assert [b.reference for m in spec_loading.load_modules(project) for b in m.backends].count(reference) == 1
+
+
 @pytest.mark.parametrize(
     "given, message",
     [
@@ -227,10 +244,15 @@ def test_without_spec_common_or_matching_groups_import_writes_every_pattern(impo
         spec_file.unlink()
     (bare / "spec" / "_common.py").unlink()
     torch_builder = target(next(r for r in committed_references() if r.endswith(".get_fbgemm_backend_config")))
-    for given, options in ((torch_builder, []), (torch_builder, ["--no-compact", "--name", "expanded"])):
-        code, out = run(capsys, "--root", str(bare), "import", given, *options)
+    written = []
+    for options in ([], ["--no-compact", "--name", "expanded"]):
+        code, out = run(capsys, "--root", str(bare), "import", torch_builder, *options)
         assert code == 0, out
-    assert (bare / "spec" / "fbgemm.py").read_text() == (bare / "spec" / "expanded.py").read_text()
+        # one backend name per project: the next import may not find this one's
+        spec_file = bare / "spec" / f"{options[-1] if options else 'fbgemm'}.py"
+        written.append(spec_file.read_text())
+        spec_file.unlink()
+    assert written[0] == written[1]
     # A user builder none of whose runs an op group builds is written as it was.
     code, out = run(capsys, "--root", str(bare), "import", target(USER_BUILDER), "--no-compact")
     assert code == 0, out

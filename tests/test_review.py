@@ -280,3 +280,29 @@ def test_nothing_to_compare_is_one_line_and_exit_2(repo, capsys, tmp_path):
         assert "generated/acme.py" in one_error_line("--rev", "HEAD", "acme_npu")
     finally:
         module.write_text(text)
+
+
+def test_a_reference_dtype_config_that_meets_several_of_ours_takes_the_name_of_the_equal_one():
+    """A declared change of one pattern's dtype configs (tensorrt's torch.cat given the weighted config)
+    leaves torch's unnamed config meeting two of ours: it is the one whose content it has, not unnamed."""
+    import torch
+    from torch.ao.quantization.backend_config import BackendConfig, BackendPatternConfig
+    from torch.ao.quantization.backend_config import DTypeConfig as TorchDTypeConfig
+
+    from generator.reviewing import _paired_names
+
+    def backend(cat, other):
+        return BackendConfig("b").set_backend_pattern_configs([
+            BackendPatternConfig(torch.cat).set_dtype_configs([cat]),
+            BackendPatternConfig(torch.flatten).set_dtype_configs([other]),
+        ])  # fmt: skip
+
+    non_weighted = TorchDTypeConfig(input_dtype=torch.qint8, output_dtype=torch.qint8)
+    weighted = TorchDTypeConfig(input_dtype=torch.qint8, output_dtype=torch.qint8, weight_dtype=torch.qint8)
+    theirs_non_weighted = TorchDTypeConfig(input_dtype=torch.qint8, output_dtype=torch.qint8)
+    names = {id(non_weighted): "non_weighted", id(weighted): "weighted"}
+    paired = _paired_names(backend(theirs_non_weighted, theirs_non_weighted), backend(weighted, non_weighted), names)
+    assert paired == {id(theirs_non_weighted): "non_weighted"}
+    # with no content to go by, it stays unnamed: neither is known to be it
+    theirs_other = TorchDTypeConfig(input_dtype=torch.quint8, output_dtype=torch.quint8)
+    assert _paired_names(backend(theirs_other, theirs_other), backend(weighted, non_weighted), names) == {}

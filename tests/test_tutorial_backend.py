@@ -134,6 +134,21 @@ def test_diff_rev_shows_a_change_to_the_new_backend(project, capsys):
     assert out == f"my_backend: nn.Linear: dtype_configs: - weighted_int8_dtype_config  (spec/my_backend.py:{line})\n"
 
 
+def test_the_readme_s_usage_snippet_runs_as_written(tutorial):
+    """README "Adding a backend": the prepare_fx snippet runs in the project as it stands there."""
+    project, _ = tutorial
+    readme = (ROOT / "README.md").read_text()
+    snippet = next(block for block in re.findall(r"```python\n(.*?)```", readme, re.S)
+                   if "from generated.my_backend import" in block)
+    # what the snippet leaves behind must be the reference model the tutorial shows
+    check = ("\nkinds = {type(m).__name__ for m in reference_model.modules()}"
+             "\nassert {'ConvReLU2d', 'Conv2d', 'Linear'} <= kinds and 'ReLU' in kinds, kinds"
+             "\nassert 'quantized.reference' in type(reference_model.get_submodule('1.0')).__module__\n")
+    done = subprocess.run([sys.executable, "-c", snippet + check], cwd=project,
+                          env=dict(os.environ, PYTHONPATH=str(project)), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 def test_generic_checks_pass_on_the_tutorial_backend(my_backend):
     assert not checks.expansion_differences(my_backend)
     assert not checks.shared_objects(my_backend)
