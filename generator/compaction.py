@@ -92,7 +92,7 @@ def load_common(root: Path):
     saved_path = list(sys.path)
     _forget_spec_package()
     dsl.set_project_root(root)
-    dsl._assignments.cache_clear()  # constants are named from the file as it is now
+    dsl.forget_source_files()  # names and lines come from the files as they are now
     sys.path.insert(0, str(root))
     try:
         return importlib.import_module("spec._common")

@@ -57,6 +57,12 @@ __all__ = [
 _project_root: Path | None = None
 
 
+def forget_source_files() -> None:
+    """Drop what was read from spec files' source: a run reads each file as it is now."""
+    for cached in (_assignments, _name_assignments, _keyword_lines):
+        cached.cache_clear()
+
+
 def set_project_root(root: Path | None) -> None:
     global _project_root
     _project_root = root.resolve() if root is not None else None

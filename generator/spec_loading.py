@@ -35,7 +35,7 @@ def load_modules(root: Path, exclude: Path | None = None) -> list[ModuleSpec]:
     saved_path = list(sys.path)
     _forget_spec_package()
     dsl.set_project_root(root)
-    dsl._assignments.cache_clear()
+    dsl.forget_source_files()  # names and lines come from the files as they are now
     sys.path.insert(0, str(root))
     try:
         modules = [_load_one(root, path) for path in spec_files(root) if path != exclude]
