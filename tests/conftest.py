@@ -1,6 +1,7 @@
 """Shared fixtures. torch needs its backend_config.utils imported before builders run."""
 
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -10,6 +11,24 @@ import torch.ao.quantization.backend_config.utils  # noqa: F401
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+GIT = shutil.which("git") or "git"
+
+
+def git(project: Path, *args: str) -> str:
+    """Run git in a project copy as a throwaway author; its stdout."""
+    done = subprocess.run([GIT, "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          check=True, capture_output=True, text=True)  # fmt: skip
+    return done.stdout
+
+
+def commit_all(project: Path, message: str = "base") -> Path:
+    """Make a project copy a git repository whose one commit holds everything in it."""
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", message)
+    return project
 
 
 NAMES_CACHE: list[Path] = []  # filled once per session by warm_torch_names_cache

@@ -10,7 +10,7 @@ import sys
 import torch.ao.quantization.backend_config.fbgemm as torch_fbgemm
 
 from generator import cli, planning, spec_loading
-from tests.conftest import ROOT
+from tests.conftest import ROOT, commit_all
 
 
 def run(capsys, *args):
@@ -100,14 +100,7 @@ def test_diff_against_torch_reports_drift(project, capsys, monkeypatch):
 
 
 def test_diff_rev_names_the_patterns_a_spec_change_touched(project, capsys):
-    git = shutil.which("git")
-
-    def sh(*args):
-        subprocess.run([git, "-C", str(project), *args], check=True, capture_output=True)
-
-    sh("init", "-q")
-    sh("-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
-    sh("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    commit_all(project)
     common = project / "spec" / "_common.py"
     common.write_text(common.read_text().replace("nn.Dropout, nn.PReLU,", "nn.PReLU,"))
     assert run(capsys, "--root", str(project), "regenerate")[0] == 0

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from generator import cli, manifest, planning, writing
-from tests.conftest import ROOT
+from tests.conftest import ROOT, commit_all
 from tests.test_bad_input import snapshot
 
 COMMANDS = {
@@ -58,11 +58,8 @@ def get_env_backend_config():
 @pytest.fixture
 def repo(project) -> Path:
     """The project copy as a git repository, so that `diff --rev HEAD` has a revision."""
-    git = shutil.which("git")
     (project / "env_builder.py").write_text(ENV_BUILDER)  # what `import` reads
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
-        subprocess.run([git, "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(project), *args], check=True)
-    return project
+    return commit_all(project)
 
 
 def run(capsys, *args) -> tuple[int, str, str]:

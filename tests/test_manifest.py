@@ -7,27 +7,15 @@ so an edit shows in git only where a file's body changes.
 import ast
 import json
 import re
-import shutil
-import subprocess
 
 from generator import cli, pipeline, planning
 from generator.source_spelling import python_source
-
-GIT = shutil.which("git")
-
-
-def git(project, *args) -> str:
-    done = subprocess.run([GIT, "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          check=True, capture_output=True, text=True)  # fmt: skip
-    return done.stdout
+from tests.conftest import commit_all, git
 
 
 def committed(project):
     (project / ".gitignore").write_text(".cache/\n")
-    git(project, "init", "-q")
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", "base")
-    return project
+    return commit_all(project)
 
 
 def patterns_by_builder(project) -> dict[tuple[str, str], set[str]]:

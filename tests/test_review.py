@@ -15,9 +15,7 @@ import subprocess
 import pytest
 
 from generator import cli
-from tests.conftest import copy_project
-
-GIT = shutil.which("git")
+from tests.conftest import GIT, commit_all, copy_project, git
 
 ACME = '''"""A test backend whose BackendConfig name is not a plain identifier."""
 
@@ -67,12 +65,6 @@ MODULE = Module(
 '''
 
 
-def git(project, *args) -> str:
-    done = subprocess.run([GIT, "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          check=True, capture_output=True, text=True)  # fmt: skip
-    return done.stdout
-
-
 def line_of(path, text: str) -> int:
     return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
 
@@ -83,9 +75,7 @@ def repo(tmp_path_factory):
     (project / ".gitignore").write_text(".cache/\n")
     (project / "spec" / "acme.py").write_text(ACME.replace("SCALE", "0.001"))
     assert cli.main(["--root", str(project), "regenerate"]) == 0
-    git(project, "init", "-q")
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", "base")
+    commit_all(project)
     (project / "spec" / "acme.py").write_text(ACME.replace("SCALE", "0.01"))
     (project / "spec" / "acme_new.py").write_text(NEW_BACKEND)
     common = project / "spec" / "_common.py"

@@ -29,7 +29,7 @@ from torch.ao.quantization.backend_config import (
 from generator import cli
 from generator.compare import compare_backend_configs
 from tests.builders import REFERENCED, discover
-from tests.conftest import ROOT, copy_project
+from tests.conftest import ROOT, commit_all, copy_project
 from tests.custom_backends import checks
 
 FIXTURE = ROOT / "tests" / "custom_backends" / "tutorial"
@@ -121,9 +121,7 @@ def test_diff_against_torch_from_the_command_line_exits_0_without_a_traceback(tu
 def test_diff_rev_shows_a_change_to_the_new_backend(project, capsys):
     lay_over(project)
     assert run(capsys, project, "regenerate", "--jobs", "1")[0] == 0
-    git = shutil.which("git")
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
-        subprocess.run([git, "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(project), *args], check=True)
+    commit_all(project)
     spec = project / "spec" / "my_backend.py"
     spec.write_text(spec.read_text().replace("nn.Linear, weighted,", "nn.Linear, [],"))
     assert run(capsys, project, "regenerate", "--jobs", "1")[0] == 0
