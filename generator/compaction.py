@@ -13,7 +13,6 @@ match in builder order; without a `spec/_common.py` nothing is compacted.
 from __future__ import annotations
 
 import importlib
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -87,21 +86,13 @@ def load_common(root: Path):
     """The project's spec/_common.py as the spec loader would run it, or None without one."""
     if not (root / "spec" / "_common.py").is_file():
         return None
-    from generator.spec_loading import _forget_spec_package
+    from generator.spec_loading import spec_context
 
-    saved_path = list(sys.path)
-    _forget_spec_package()
-    dsl.set_project_root(root)
-    dsl.forget_source_files()  # names and lines come from the files as they are now
-    sys.path.insert(0, str(root))
-    try:
-        return importlib.import_module("spec._common")
-    except Exception:  # a broken _common.py is regenerate's to report; import just does not compact
-        return None
-    finally:
-        sys.path[:] = saved_path
-        dsl.set_project_root(None)
-        _forget_spec_package()
+    with spec_context(root):
+        try:
+            return importlib.import_module("spec._common")
+        except Exception:  # a broken _common.py is regenerate's to report; import just does not compact
+            return None
 
 
 def _expand(function, arguments) -> tuple[model.PatternConfig, ...] | None:

@@ -9,6 +9,7 @@ that caused it.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import difflib
 import importlib
 import sys
@@ -28,21 +29,29 @@ from generator.model import ModuleSpec, SourceLocation
 from generator.planning import spec_files
 
 
-def load_modules(root: Path, exclude: Path | None = None) -> list[ModuleSpec]:
-    """Execute every spec file (but `exclude`, one `import` is about to replace) and return their modules."""
-    root = root.resolve()
-    exclude = exclude.resolve() if exclude is not None else None
+@contextlib.contextmanager
+def spec_context(root: Path):
+    """While spec code runs: a fresh `spec` package from this project, the project root first
+    on sys.path, and locations (names, lines) read from the spec files as they are now."""
     saved_path = list(sys.path)
     _forget_spec_package()
     dsl.set_project_root(root)
-    dsl.forget_source_files()  # names and lines come from the files as they are now
+    dsl.forget_source_files()
     sys.path.insert(0, str(root))
     try:
-        modules = [_load_one(root, path) for path in spec_files(root) if path != exclude]
+        yield
     finally:
         sys.path[:] = saved_path
         dsl.set_project_root(None)
         _forget_spec_package()
+
+
+def load_modules(root: Path, exclude: Path | None = None) -> list[ModuleSpec]:
+    """Execute every spec file (but `exclude`, one `import` is about to replace) and return their modules."""
+    root = root.resolve()
+    exclude = exclude.resolve() if exclude is not None else None
+    with spec_context(root):
+        modules = [_load_one(root, path) for path in spec_files(root) if path != exclude]
     _check_unique_outputs(modules)
     _check_unique_backends(modules)
     _check_declarations_have_a_reference(modules)
