@@ -49,7 +49,7 @@ class BuilderRef:
     label: str
     module: str
     function: str
-    torch_builder: str | None  # the reference builder's dotted path
+    reference: str | None  # the reference builder's dotted path
     declarations: tuple[Declaration, ...] = ()
     location: SourceLocation | None = None
 
@@ -89,11 +89,11 @@ def against_torch(root: Path, refs: list[BuilderRef]) -> Iterator[BackendDiff]:
 
     locations = spec_locations(root)
     for ref in refs:
-        if ref.torch_builder is None:
+        if ref.reference is None:
             continue
         module = _import_generated(root, ref.module)
         ours = _build(module, ref)
-        theirs = divergence.build_reference(ref.torch_builder, root, ref.location)
+        theirs = divergence.build_reference(ref.reference, root, ref.location)
         names, where = _dtype_names(module), ({}, locations.get(ref.label, {}))
         names = {**names, **_paired_names(theirs, ours, names)}
         split = divergence.split_differences(ref.label, ours, theirs, ref.declarations)
@@ -156,7 +156,7 @@ def _declared(declaration: Declaration, theirs, ours, names, where, label: str):
 
 def unreferenced(refs: list[BuilderRef]) -> list[str]:
     """Labels of the backends that have no reference builder to compare with."""
-    return [ref.label for ref in refs if ref.torch_builder is None]
+    return [ref.label for ref in refs if ref.reference is None]
 
 
 def _build(module: types.ModuleType, ref: BuilderRef):
