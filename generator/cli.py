@@ -359,12 +359,12 @@ def positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    root_help = "project root, the folder holding spec/ (default: current directory)"
+    root_help = "project root, the folder holding spec/ (default: the nearest one at or above the current folder)"
     parser = argparse.ArgumentParser(
         prog="python -m generator",
         description="Expand spec/ into flat, explicit BackendConfig modules in generated/.",
     )
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help=root_help)
+    parser.add_argument("--root", type=Path, default=None, help=root_help)
     # --root is accepted after the command too; SUPPRESS keeps an absent one from
     # overwriting the value given before the command.
     after = argparse.ArgumentParser(add_help=False)
@@ -411,6 +411,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def find_root(start: Path) -> Path:
+    """The nearest folder at or above `start` that holds spec/, as git finds the folder holding .git.
+
+    A backend author may stand in spec/, generated/ or any folder below the project.
+    """
+    looked = []
+    for folder in (start, *start.parents):
+        if (folder / "spec").is_dir():
+            return folder
+        looked.append(str(folder))
+    raise errors.NotAProjectError(
+        f"no project here: none of {', '.join(looked)} has a spec/ folder; "
+        "run inside a project (any folder below the one holding spec/) or pass --root DIR"
+    )
+
+
+def forget_the_subfolder_on_path(root: Path) -> None:
+    """Drop the current folder from sys.path when it is a folder inside the project.
+
+    `python -m` puts the current folder first on sys.path; in spec/ or generated/
+    a module such as spec/black.py would then shadow black itself. The project
+    root is put on sys.path where spec code runs, as from the root.
+    """
+    cwd = Path.cwd()
+    if sys.path and sys.path[0] in (str(cwd), "") and root in cwd.parents:
+        del sys.path[0]
+
+
 def require_project(root: Path, command: str) -> None:
     """Refuse to run anywhere but a project root, before anything is read or written.
 
@@ -435,8 +463,9 @@ def main(argv: list[str] | None = None) -> int:
     console = Console()
     try:
         args = build_parser().parse_args(argv)
-        args.root = args.root.resolve()
+        args.root = args.root.resolve() if args.root is not None else find_root(Path.cwd())
         require_project(args.root, args.command)
+        forget_the_subfolder_on_path(args.root)
         code = args.handler(args, console)
         console.out.flush()  # a closed stdout fails here, not at interpreter exit
         return code
