@@ -58,6 +58,7 @@ EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.Interrupted: INTERRUPTED,
     errors.ReferenceBuilderError: ERROR,
     errors.GeneratedModuleError: ERROR,
+    errors.MissingDependencyError: ERROR,
 }
 INTERRUPTED_MESSAGE = "interrupted; every file is its old or its new version"
 FIX_COMMAND = "python -m generator regenerate"
@@ -92,9 +93,13 @@ def lint_findings(root: Path, targets, modules) -> list[str]:
     cache_file = planning.lint_cache_file(root, targets)
     if modules is None and cache_file.exists():
         return json.loads(cache_file.read_text())
-    from generator import lint, pipeline
+    from generator import lint, spec_loading
+    from generator.expansion import expand_module
 
-    findings = [str(f) for f in lint.lint(modules if modules is not None else pipeline.load(root, validate=False))]
+    # Not pipeline.load: the lint needs neither Jinja2 nor black, and check must not import them.
+    if modules is None:
+        modules = [expand_module(m) for m in spec_loading.load_modules(root)]
+    findings = [str(f) for f in lint.lint(modules)]
     try:
         for old in cache_file.parent.glob("lint-*.json"):
             old.unlink(missing_ok=True)
@@ -478,6 +483,8 @@ def main(argv: list[str] | None = None) -> int:
         # from reporting the failed flush of stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return CLOSED_OUTPUT
+    except ModuleNotFoundError as error:  # importlib.metadata.PackageNotFoundError is one too
+        return fail(console, missing_dependency(error))
     except OSError as error:
         where = f"{error.filename}: " if error.filename else ""
         return fail(console, errors.FileAccessError(f"{where}{error.strerror or error}"))
@@ -486,6 +493,21 @@ def main(argv: list[str] | None = None) -> int:
             raise
         message = f"internal error: {type(error).__name__}: {error} (GENERATOR_TRACEBACK=1 shows where; report it)"
         return fail(console, errors.InternalError(message))
+
+
+def missing_dependency(error: ModuleNotFoundError) -> errors.MissingDependencyError:
+    """What to do when this interpreter lacks a package the generator imports (or reads the version of).
+
+    Spec files and user builders that import a missing module are reported as
+    their own errors before this; what reaches here is the generator's own need.
+    """
+    package = (error.name or str(error)).partition(".")[0]
+    project = Path(__file__).resolve().parent.parent
+    where = f"in {project}" if (project / "pyproject.toml").exists() else "in the generator's source folder"
+    return errors.MissingDependencyError(
+        f"{package} is not installed for {sys.executable}; activate the environment the project is installed "
+        f"in, or install the project with its dependencies: pip install -e . ({where})"
+    )
 
 
 def fail(console: Console, error: errors.GeneratorError) -> int:

@@ -153,3 +153,7 @@ class ReferenceBuilderError(GeneratorError):
 
 class GeneratedModuleError(GeneratorError):
     """A generated module that `diff` needs is missing or fails to import."""
+
+
+class MissingDependencyError(GeneratorError):
+    """The interpreter running the generator lacks a package it needs (torch, Jinja2, black, ...)."""
