@@ -242,9 +242,15 @@ def _explain(root, targets, problems, orphaned, console: Console, texts: dict[st
             continue
         relative = str(target.output.relative_to(root))
         status = problems[target.name]
+        current_text = target.output.read_text() if target.output.exists() else None
+        if status.state == "stale" and current_text == texts[target.name]:
+            # Re-rendered to know: an input changed in a way that does not reach this file.
+            changed = "; ".join(status.reasons)
+            console.say(f"{relative}: inputs changed ({changed}), content unchanged: {SAME_OUTPUT_FIX}")
+            continue
         reasons = f": {'; '.join(status.reasons)}" if status.reasons else ""
         console.say(f"{relative}: {REASONS[status.state]}{reasons}", "red")
-        current = target.output.read_text().splitlines(keepends=True) if target.output.exists() else []
+        current = current_text.splitlines(keepends=True) if current_text is not None else []
         regenerated = texts[target.name].splitlines(keepends=True)
         console.out.writelines(difflib.unified_diff(current, regenerated, relative, f"{relative} (regenerated)"))
     for orphan in orphaned:
@@ -261,6 +267,7 @@ def _explain_manifest(root: Path, expected: str, console: Console) -> None:
 
 
 REASONS = {"missing": "missing", "stale": "stale", "edited": "edited by hand"}
+SAME_OUTPUT_FIX = f"regenerate updates only {manifest.PATH.as_posix()}"
 
 
 def cmd_diff(args, console: Console) -> int:
