@@ -20,7 +20,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from generator import digests, errors, manifest, planning, writing
+from generator import digests, errors, manifest, planning, progress, writing
 
 OK, DIFFERENT, ERROR = 0, 1, 2
 INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
@@ -123,9 +123,7 @@ def cmd_regenerate(args, console: Console) -> int:
     stale = [t for t in targets if args.force or planning.freshness(t, recorded) != "fresh"]
     modules, texts = None, {}
     if stale:
-        from generator import pipeline
-
-        modules, texts = pipeline.load_and_build(root, stale, args.jobs)
+        modules, texts = build_with_progress("regenerate", root, stale, args.jobs)
     report_lint(console, lint_findings(root, targets, modules), args.strict)
     _write(root, targets, texts, console)
     for orphan in planning.orphans(root, targets):
@@ -135,18 +133,25 @@ def cmd_regenerate(args, console: Console) -> int:
 
 
 def cmd_matrix(args, console: Console) -> int:
-    from generator import pipeline
-
     root = args.root
     matrix = [t for t in planning.plan(root) if t.is_matrix]
     texts = {}
     if args.stdout or args.force or planning.freshness(matrix[0]) != "fresh":
-        _, texts = pipeline.load_and_build(root, matrix, jobs=1)
+        _, texts = build_with_progress("matrix", root, matrix, jobs=1)
     if args.stdout:
         console.out.write(texts[planning.MATRIX])
     else:
         _write(root, matrix, texts, console, every=planning.plan(root))
     return OK
+
+
+def build_with_progress(command: str, root: Path, targets, jobs: int):
+    """pipeline.load_and_build, with a progress line on a terminal: seconds when torch or black start cold."""
+    from generator import pipeline
+
+    with progress.Progress(command) as shown:
+        shown.step(f"loading spec/ to build {len(targets)} file(s)")
+        return pipeline.load_and_build(root, targets, jobs, built=shown.counter("built", len(targets)))
 
 
 def _write(root: Path, targets, texts: dict[str, str], console: Console, every=None) -> None:
@@ -186,9 +191,7 @@ def cmd_check(args, console: Console) -> int:
     targets = planning.plan(root)
     modules, texts = None, None
     if args.full:
-        from generator import pipeline
-
-        modules, texts = pipeline.load_and_build(root, targets, args.jobs)
+        modules, texts = build_with_progress("check", root, targets, args.jobs)
     report_lint(console, lint_findings(root, targets, modules), args.strict)
     recorded = manifest.read(root)
     statuses = {t.name: planning.status(t, recorded) for t in targets}
@@ -202,10 +205,8 @@ def cmd_check(args, console: Console) -> int:
         return OK
     # The slow path (torch names, black) runs only once something is wrong, to show the fix.
     if texts is None and problems:
-        from generator import pipeline
-
         wrong = [t for t in targets if t.name in problems]
-        _, texts = pipeline.load_and_build(root, wrong, args.jobs)
+        _, texts = build_with_progress("check", root, wrong, args.jobs)
     _explain(root, targets, problems, orphaned, console, texts or {})
     if manifest_problem is not None:
         _explain_manifest(root, manifest_problem, console)
@@ -281,7 +282,14 @@ def cmd_diff(args, console: Console) -> int:
         from generator import spec_loading
 
         refs = reviewing.builders(spec_loading.load_modules(root), args.backends)
-        results = list(reviewing.against_torch(root, refs))
+        with progress.Progress("diff") as shown:
+            compared = [ref.label for ref in refs if ref.reference is not None]
+            shown.step(f"building {len(compared)} backend(s) and their reference builders")
+            advance = shown.counter("compared", len(compared))
+            results = []
+            for result in reviewing.against_torch(root, refs):
+                advance(result.backend)
+                results.append(result)
         uncompared = reviewing.unreferenced(refs)
         if not results:  # nothing has a reference: say so, and that is no difference
             console.out.write(review_formats.render(args.format, results, old, new, uncompared))
@@ -328,13 +336,19 @@ def cmd_import(args, console: Console) -> int:
     path = root / "spec" / f"{name}.py"
     if path.exists() and not args.force:
         raise errors.SpecExistsError(f"{path.relative_to(root)} exists; give --force to overwrite it or --name")
-    builder, module, backend_config = importing.load_builder(args.target, root)
-    spec = importing.read_backend_config(name, args.target, builder, module, backend_config, root / "templates")
-    if not args.no_compact:
-        from generator import compaction
+    with progress.Progress("import") as shown:
+        shown.step(f"calling {args.target}")
+        builder, module, backend_config = importing.load_builder(args.target, root)
+        shown.step(f"reading {len(backend_config.configs)} pattern configs")
+        templates = root / "templates"
+        spec = importing.read_backend_config(name, args.target, builder, module, backend_config, templates)
+        if not args.no_compact:
+            from generator import compaction
 
-        spec = compaction.compact(spec, root)
-    _refuse_a_taken_backend_name(root, path, spec.backend)
+            shown.step(f"compacting {len(spec.backend.configs)} patterns with spec/_common.py's op groups")
+            spec = compaction.compact(spec, root)
+        shown.step("checking the backend's name against spec/")
+        _refuse_a_taken_backend_name(root, path, spec.backend)
     writing.write_if_changed(path, spec_source.spec_source(spec))
     console.say(f"{'written':9} {path.relative_to(root)}: {len(spec.backend.configs)} patterns", "green")
     console.say(f"next: {FIX_COMMAND}")
