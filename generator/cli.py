@@ -207,7 +207,7 @@ def cmd_check(args, console: Console) -> int:
     if texts is None and problems:
         wrong = [t for t in targets if t.name in problems]
         _, texts = build_with_progress("check", root, wrong, args.jobs)
-    _explain(root, targets, problems, orphaned, console, texts or {})
+    _explain(root, targets, problems, orphaned, console, texts or {}, recorded)
     if manifest_problem is not None:
         _explain_manifest(root, manifest_problem, console)
     console.say(f"fix: {FIX_COMMAND}", "bold")
@@ -237,14 +237,15 @@ def _manifest_problem(root: Path, targets, recorded, texts) -> str | None:
     return None if path.exists() and path.read_text() == expected else expected
 
 
-def _explain(root, targets, problems, orphaned, console: Console, texts: dict[str, str]) -> None:
+def _explain(root, targets, problems, orphaned, console: Console, texts: dict[str, str], recorded) -> None:
     for target in targets:
         if target.name not in problems:
             continue
         relative = str(target.output.relative_to(root))
         status = problems[target.name]
         current_text = target.output.read_text() if target.output.exists() else None
-        if status.state == "stale" and current_text == texts[target.name]:
+        known = recorded is not None and target.relative in recorded.outputs
+        if status.state == "stale" and known and current_text == texts[target.name]:
             # Re-rendered to know: an input changed in a way that does not reach this file.
             changed = "; ".join(status.reasons)
             console.say(f"{relative}: inputs changed ({changed}), content unchanged: {SAME_OUTPUT_FIX}")
