@@ -59,6 +59,7 @@ EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.ReferenceBuilderError: ERROR,
     errors.GeneratedModuleError: ERROR,
     errors.MissingDependencyError: ERROR,
+    errors.NotImportableError: ERROR,
 }
 INTERRUPTED_MESSAGE = "interrupted; every file is its old or its new version"
 FIX_COMMAND = "python -m generator regenerate"
@@ -147,11 +148,13 @@ def cmd_matrix(args, console: Console) -> int:
 
 def build_with_progress(command: str, root: Path, targets, jobs: int):
     """pipeline.load_and_build, with a progress line on a terminal: seconds when torch or black start cold."""
-    from generator import pipeline
+    from generator import importability, pipeline
 
     with progress.Progress(command) as shown:
         shown.step(f"loading spec/ to build {len(targets)} file(s)")
-        return pipeline.load_and_build(root, targets, jobs, built=shown.counter("built", len(targets)))
+        modules, texts = pipeline.load_and_build(root, targets, jobs, built=shown.counter("built", len(targets)))
+    importability.require_importable_anywhere(modules)  # before anything is written
+    return modules, texts
 
 
 def _write(root: Path, targets, texts: dict[str, str], console: Console, every=None) -> None:

@@ -157,3 +157,7 @@ class GeneratedModuleError(GeneratorError):
 
 class MissingDependencyError(GeneratorError):
     """The interpreter running the generator lacks a package it needs (torch, Jinja2, black, ...)."""
+
+
+class NotImportableError(GeneratorError):
+    """A spec names an object whose package imports only from the project root, not from any other folder."""

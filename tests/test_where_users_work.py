@@ -259,3 +259,57 @@ def test_commands_that_enumerate_backends_take_a_user_s_own_backend(project, mon
     assert run(capsys, "regenerate", "--jobs", "1")[0] == 0
     code, out, err = run(capsys, "diff")
     assert (code, err) == (1, "") and out.startswith("user_npu: nn.Conv2d: dtype_configs: - user_npu_int8_dtype_config")
+
+
+# ---------------------------------------------------------------------------
+# importable() names that only the project root provides
+# ---------------------------------------------------------------------------
+
+NPU_FUSERS = '''
+from torch.ao.nn import intrinsic as nni
+
+
+def fuse_linear_relu(is_qat, linear, relu):
+    return nni.LinearReLU(linear, relu)
+'''
+FUSED_LINEAR = '''                config(
+                    (nn.Linear, nn.ReLU), [npu_fused_int8_dtype_config], fused_module=nni.LinearReLU,
+                    fuser_method=importable("npu_fused_ext.fusers.fuse_linear_relu"), section="linear",
+                ),
+'''
+
+
+def test_an_importable_only_the_project_root_provides_is_refused_at_its_spec_line(project, tmp_path):
+    package = project / "npu_fused_ext"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "fusers.py").write_text(NPU_FUSERS)
+    spec = add_user_backend(project, "npu_fused")
+    text = spec.read_text().replace("import Backend,", "import Backend, importable, nni,")
+    end_of_configs = "            ],\n        )\n    ],"
+    assert end_of_configs in text
+    spec.write_text(text.replace(end_of_configs, FUSED_LINEAR + end_of_configs))
+    line = next(n for n, text in enumerate(spec.read_text().splitlines(), 1) if "fuser_method=importable" in text)
+    before = sorted(p.relative_to(project) for p in project.rglob("*") if ".cache" not in p.parts)
+    done = generator_process(project, "regenerate", "--jobs", "1")  # run in the root: it is on sys.path
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"error: spec/npu_fused.py:{line}: npu_fused_ext.fusers.fuse_linear_relu is importable only from the "
+        "project root (npu_fused_ext is a folder there, not an installed package), so generated/npu_fused.py would "
+        "fail to import from any other folder; list 'npu_fused_ext' in pyproject.toml's [tool.setuptools] packages "
+        "and run pip install -e ., or move it into a package that is installed\n"
+    )
+    assert sorted(p.relative_to(project) for p in project.rglob("*") if ".cache" not in p.parts) == before
+    # Installed (here: on the path of every interpreter of this environment), it works, from any folder.
+    site = tmp_path / "site"
+    site.mkdir()
+    package.rename(site / package.name)
+    installed = dict(os.environ, PYTHONPATH=os.pathsep.join(map(str, [ROOT, site])))
+    done = generator_process(project / "spec", "regenerate", "--jobs", "1", env=installed)
+    assert done.returncode == 0, done.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    script = "from generated.npu_fused import get_npu_fused_backend_config as get; print(len(get().configs))"
+    user = dict(os.environ, PYTHONPATH=os.pathsep.join(map(str, [project, site])))  # `generated` as installed
+    done = subprocess.run([sys.executable, "-c", script], cwd=elsewhere, env=user, capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, "3\n"), done.stderr
