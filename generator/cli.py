@@ -509,15 +509,21 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return CLOSED_OUTPUT
     except ModuleNotFoundError as error:  # importlib.metadata.PackageNotFoundError is one too
-        return fail(console, missing_dependency(error))
+        if (error.name or "").partition(".")[0] != "generator":  # one of ours missing is a bug, below
+            return fail(console, missing_dependency(error))
+        return internal_error(console, error)
     except OSError as error:
         where = f"{error.filename}: " if error.filename else ""
         return fail(console, errors.FileAccessError(f"{where}{error.strerror or error}"))
     except Exception as error:  # a bug: the user still gets one line, a developer can ask for more
-        if os.environ.get("GENERATOR_TRACEBACK"):
-            raise
-        message = f"internal error: {type(error).__name__}: {error} (GENERATOR_TRACEBACK=1 shows where; report it)"
-        return fail(console, errors.InternalError(message))
+        return internal_error(console, error)
+
+
+def internal_error(console: Console, error: Exception) -> int:
+    if os.environ.get("GENERATOR_TRACEBACK"):
+        raise error
+    message = f"internal error: {type(error).__name__}: {error} (GENERATOR_TRACEBACK=1 shows where; report it)"
+    return fail(console, errors.InternalError(message))
 
 
 def missing_dependency(error: ModuleNotFoundError) -> errors.MissingDependencyError:

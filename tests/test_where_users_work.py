@@ -179,6 +179,22 @@ def test_a_missing_dependency_is_one_line_saying_how_to_install_it(command, miss
     )
 
 
+@pytest.mark.parametrize(
+    ("missing", "said"),
+    [
+        ("numpy.core", "error: numpy is not installed for "),  # any package the generator needs
+        ("generator.gone", "error: internal error: ModuleNotFoundError: "),  # one of its own: a bug
+    ],
+)
+def test_which_missing_module_is_a_missing_dependency(missing, said, project, monkeypatch, capsys):
+    def needs(root):
+        raise ModuleNotFoundError(f"No module named {missing!r}", name=missing)
+
+    monkeypatch.setattr(planning, "plan", needs)
+    code, out, err = run(capsys, "--root", str(project), "check")
+    assert (code, out) == (2, "") and len(err.splitlines()) == 1 and err.startswith(said), err
+
+
 def test_check_still_sees_a_change_of_black_s_version(project, tmp_path):
     jinja2 = _recorded_versions(project)["jinja2"]
     env = bare_interpreter(metadata_only(tmp_path / "site", black="0.0.1", jinja2=jinja2))
