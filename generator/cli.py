@@ -20,7 +20,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from generator import digests, errors, manifest, planning, writing
+from generator import digests, errors, manifest, planning, progress, writing
 
 OK, DIFFERENT, ERROR = 0, 1, 2
 INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
@@ -58,6 +58,8 @@ EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.Interrupted: INTERRUPTED,
     errors.ReferenceBuilderError: ERROR,
     errors.GeneratedModuleError: ERROR,
+    errors.MissingDependencyError: ERROR,
+    errors.NotImportableError: ERROR,
 }
 INTERRUPTED_MESSAGE = "interrupted; every file is its old or its new version"
 FIX_COMMAND = "python -m generator regenerate"
@@ -92,9 +94,13 @@ def lint_findings(root: Path, targets, modules) -> list[str]:
     cache_file = planning.lint_cache_file(root, targets)
     if modules is None and cache_file.exists():
         return json.loads(cache_file.read_text())
-    from generator import lint, pipeline
+    from generator import lint, spec_loading
+    from generator.expansion import expand_module
 
-    findings = [str(f) for f in lint.lint(modules if modules is not None else pipeline.load(root, validate=False))]
+    # Not pipeline.load: the lint needs neither Jinja2 nor black, and check must not import them.
+    if modules is None:
+        modules = [expand_module(m) for m in spec_loading.load_modules(root)]
+    findings = [str(f) for f in lint.lint(modules)]
     try:
         for old in cache_file.parent.glob("lint-*.json"):
             old.unlink(missing_ok=True)
@@ -118,9 +124,7 @@ def cmd_regenerate(args, console: Console) -> int:
     stale = [t for t in targets if args.force or planning.freshness(t, recorded) != "fresh"]
     modules, texts = None, {}
     if stale:
-        from generator import pipeline
-
-        modules, texts = pipeline.load_and_build(root, stale, args.jobs)
+        modules, texts = build_with_progress("regenerate", root, stale, args.jobs)
     report_lint(console, lint_findings(root, targets, modules), args.strict)
     _write(root, targets, texts, console)
     for orphan in planning.orphans(root, targets):
@@ -130,18 +134,27 @@ def cmd_regenerate(args, console: Console) -> int:
 
 
 def cmd_matrix(args, console: Console) -> int:
-    from generator import pipeline
-
     root = args.root
     matrix = [t for t in planning.plan(root) if t.is_matrix]
     texts = {}
     if args.stdout or args.force or planning.freshness(matrix[0]) != "fresh":
-        _, texts = pipeline.load_and_build(root, matrix, jobs=1)
+        _, texts = build_with_progress("matrix", root, matrix, jobs=1)
     if args.stdout:
         console.out.write(texts[planning.MATRIX])
     else:
         _write(root, matrix, texts, console, every=planning.plan(root))
     return OK
+
+
+def build_with_progress(command: str, root: Path, targets, jobs: int):
+    """pipeline.load_and_build, with a progress line on a terminal: seconds when torch or black start cold."""
+    from generator import importability, pipeline
+
+    with progress.Progress(command) as shown:
+        shown.step(f"loading spec/ to build {len(targets)} file(s)")
+        modules, texts = pipeline.load_and_build(root, targets, jobs, built=shown.counter("built", len(targets)))
+    importability.require_importable_anywhere(modules)  # before anything is written
+    return modules, texts
 
 
 def _write(root: Path, targets, texts: dict[str, str], console: Console, every=None) -> None:
@@ -181,9 +194,7 @@ def cmd_check(args, console: Console) -> int:
     targets = planning.plan(root)
     modules, texts = None, None
     if args.full:
-        from generator import pipeline
-
-        modules, texts = pipeline.load_and_build(root, targets, args.jobs)
+        modules, texts = build_with_progress("check", root, targets, args.jobs)
     report_lint(console, lint_findings(root, targets, modules), args.strict)
     recorded = manifest.read(root)
     statuses = {t.name: planning.status(t, recorded) for t in targets}
@@ -197,11 +208,9 @@ def cmd_check(args, console: Console) -> int:
         return OK
     # The slow path (torch names, black) runs only once something is wrong, to show the fix.
     if texts is None and problems:
-        from generator import pipeline
-
         wrong = [t for t in targets if t.name in problems]
-        _, texts = pipeline.load_and_build(root, wrong, args.jobs)
-    _explain(root, targets, problems, orphaned, console, texts or {})
+        _, texts = build_with_progress("check", root, wrong, args.jobs)
+    _explain(root, targets, problems, orphaned, console, texts or {}, recorded)
     if manifest_problem is not None:
         _explain_manifest(root, manifest_problem, console)
     console.say(f"fix: {FIX_COMMAND}", "bold")
@@ -231,15 +240,22 @@ def _manifest_problem(root: Path, targets, recorded, texts) -> str | None:
     return None if path.exists() and path.read_text() == expected else expected
 
 
-def _explain(root, targets, problems, orphaned, console: Console, texts: dict[str, str]) -> None:
+def _explain(root, targets, problems, orphaned, console: Console, texts: dict[str, str], recorded) -> None:
     for target in targets:
         if target.name not in problems:
             continue
         relative = str(target.output.relative_to(root))
         status = problems[target.name]
+        current_text = target.output.read_text() if target.output.exists() else None
+        known = recorded is not None and target.relative in recorded.outputs
+        if status.state == "stale" and known and current_text == texts[target.name]:
+            # Re-rendered to know: an input changed in a way that does not reach this file.
+            changed = "; ".join(status.reasons)
+            console.say(f"{relative}: inputs changed ({changed}), content unchanged: {SAME_OUTPUT_FIX}")
+            continue
         reasons = f": {'; '.join(status.reasons)}" if status.reasons else ""
         console.say(f"{relative}: {REASONS[status.state]}{reasons}", "red")
-        current = target.output.read_text().splitlines(keepends=True) if target.output.exists() else []
+        current = current_text.splitlines(keepends=True) if current_text is not None else []
         regenerated = texts[target.name].splitlines(keepends=True)
         console.out.writelines(difflib.unified_diff(current, regenerated, relative, f"{relative} (regenerated)"))
     for orphan in orphaned:
@@ -256,6 +272,7 @@ def _explain_manifest(root: Path, expected: str, console: Console) -> None:
 
 
 REASONS = {"missing": "missing", "stale": "stale", "edited": "edited by hand"}
+SAME_OUTPUT_FIX = f"regenerate updates only {manifest.PATH.as_posix()}"
 
 
 def cmd_diff(args, console: Console) -> int:
@@ -269,7 +286,14 @@ def cmd_diff(args, console: Console) -> int:
         from generator import spec_loading
 
         refs = reviewing.builders(spec_loading.load_modules(root), args.backends)
-        results = list(reviewing.against_torch(root, refs))
+        with progress.Progress("diff") as shown:
+            compared = [ref.label for ref in refs if ref.reference is not None]
+            shown.step(f"building {len(compared)} backend(s) and their reference builders")
+            advance = shown.counter("compared", len(compared))
+            results = []
+            for result in reviewing.against_torch(root, refs):
+                advance(result.backend)
+                results.append(result)
         uncompared = reviewing.unreferenced(refs)
         if not results:  # nothing has a reference: say so, and that is no difference
             console.out.write(review_formats.render(args.format, results, old, new, uncompared))
@@ -316,13 +340,19 @@ def cmd_import(args, console: Console) -> int:
     path = root / "spec" / f"{name}.py"
     if path.exists() and not args.force:
         raise errors.SpecExistsError(f"{path.relative_to(root)} exists; give --force to overwrite it or --name")
-    builder, module, backend_config = importing.load_builder(args.target, root)
-    spec = importing.read_backend_config(name, args.target, builder, module, backend_config, root / "templates")
-    if not args.no_compact:
-        from generator import compaction
+    with progress.Progress("import") as shown:
+        shown.step(f"calling {args.target}")
+        builder, module, backend_config = importing.load_builder(args.target, root)
+        shown.step(f"reading {len(backend_config.configs)} pattern configs")
+        templates = root / "templates"
+        spec = importing.read_backend_config(name, args.target, builder, module, backend_config, templates)
+        if not args.no_compact:
+            from generator import compaction
 
-        spec = compaction.compact(spec, root)
-    _refuse_a_taken_backend_name(root, path, spec.backend)
+            shown.step(f"compacting {len(spec.backend.configs)} patterns with spec/_common.py's op groups")
+            spec = compaction.compact(spec, root)
+        shown.step("checking the backend's name against spec/")
+        _refuse_a_taken_backend_name(root, path, spec.backend)
     writing.write_if_changed(path, spec_source.spec_source(spec))
     console.say(f"{'written':9} {path.relative_to(root)}: {len(spec.backend.configs)} patterns", "green")
     console.say(f"next: {FIX_COMMAND}")
@@ -359,12 +389,12 @@ def positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    root_help = "project root, the folder holding spec/ (default: current directory)"
+    root_help = "project root, the folder holding spec/ (default: the nearest one at or above the current folder)"
     parser = argparse.ArgumentParser(
         prog="python -m generator",
         description="Expand spec/ into flat, explicit BackendConfig modules in generated/.",
     )
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help=root_help)
+    parser.add_argument("--root", type=Path, default=None, help=root_help)
     # --root is accepted after the command too; SUPPRESS keeps an absent one from
     # overwriting the value given before the command.
     after = argparse.ArgumentParser(add_help=False)
@@ -411,6 +441,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def find_root(start: Path) -> Path:
+    """The nearest folder at or above `start` that holds spec/, as git finds the folder holding .git.
+
+    A backend author may stand in spec/, generated/ or any folder below the project.
+    """
+    looked = []
+    for folder in (start, *start.parents):
+        if (folder / "spec").is_dir():
+            return folder
+        looked.append(str(folder))
+    raise errors.NotAProjectError(
+        f"no project here: none of {', '.join(looked)} has a spec/ folder; "
+        "run inside a project (any folder below the one holding spec/) or pass --root DIR"
+    )
+
+
+def forget_the_subfolder_on_path(root: Path) -> None:
+    """Drop the current folder from sys.path when it is a folder inside the project.
+
+    `python -m` puts the current folder first on sys.path; in spec/ or generated/
+    a module such as spec/black.py would then shadow black itself. The project
+    root is put on sys.path where spec code runs, as from the root.
+    """
+    cwd = Path.cwd()
+    if sys.path and sys.path[0] in (str(cwd), "") and root in cwd.parents:
+        del sys.path[0]
+
+
 def require_project(root: Path, command: str) -> None:
     """Refuse to run anywhere but a project root, before anything is read or written.
 
@@ -435,8 +493,9 @@ def main(argv: list[str] | None = None) -> int:
     console = Console()
     try:
         args = build_parser().parse_args(argv)
-        args.root = args.root.resolve()
+        args.root = args.root.resolve() if args.root is not None else find_root(Path.cwd())
         require_project(args.root, args.command)
+        forget_the_subfolder_on_path(args.root)
         code = args.handler(args, console)
         console.out.flush()  # a closed stdout fails here, not at interpreter exit
         return code
@@ -449,14 +508,37 @@ def main(argv: list[str] | None = None) -> int:
         # from reporting the failed flush of stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return CLOSED_OUTPUT
+    except ModuleNotFoundError as error:  # importlib.metadata.PackageNotFoundError is one too
+        if (error.name or "").partition(".")[0] != "generator":  # one of ours missing is a bug, below
+            return fail(console, missing_dependency(error))
+        return internal_error(console, error)
     except OSError as error:
         where = f"{error.filename}: " if error.filename else ""
         return fail(console, errors.FileAccessError(f"{where}{error.strerror or error}"))
     except Exception as error:  # a bug: the user still gets one line, a developer can ask for more
-        if os.environ.get("GENERATOR_TRACEBACK"):
-            raise
-        message = f"internal error: {type(error).__name__}: {error} (GENERATOR_TRACEBACK=1 shows where; report it)"
-        return fail(console, errors.InternalError(message))
+        return internal_error(console, error)
+
+
+def internal_error(console: Console, error: Exception) -> int:
+    if os.environ.get("GENERATOR_TRACEBACK"):
+        raise error
+    message = f"internal error: {type(error).__name__}: {error} (GENERATOR_TRACEBACK=1 shows where; report it)"
+    return fail(console, errors.InternalError(message))
+
+
+def missing_dependency(error: ModuleNotFoundError) -> errors.MissingDependencyError:
+    """What to do when this interpreter lacks a package the generator imports (or reads the version of).
+
+    Spec files and user builders that import a missing module are reported as
+    their own errors before this; what reaches here is the generator's own need.
+    """
+    package = (error.name or str(error)).partition(".")[0]
+    project = Path(__file__).resolve().parent.parent
+    where = f"in {project}" if (project / "pyproject.toml").exists() else "in the generator's source folder"
+    return errors.MissingDependencyError(
+        f"{package} is not installed for {sys.executable}; activate the environment the project is installed "
+        f"in, or install the project with its dependencies: pip install -e . ({where})"
+    )
 
 
 def fail(console: Console, error: errors.GeneratorError) -> int:

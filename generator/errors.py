@@ -153,3 +153,11 @@ class ReferenceBuilderError(GeneratorError):
 
 class GeneratedModuleError(GeneratorError):
     """A generated module that `diff` needs is missing or fails to import."""
+
+
+class MissingDependencyError(GeneratorError):
+    """The interpreter running the generator lacks a package it needs (torch, Jinja2, black, ...)."""
+
+
+class NotImportableError(GeneratorError):
+    """A spec names an object whose package imports only from the project root, not from any other folder."""

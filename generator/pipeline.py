@@ -7,6 +7,7 @@ the caller.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from generator import digests, rendering, resolution, spec_loading
@@ -26,24 +27,34 @@ def load(root: Path, validate: bool) -> list[ExpandedModule]:
     return [expand_module(m) for m in modules]
 
 
-def load_and_build(root: Path, targets: list[Target], jobs: int) -> tuple[list[ExpandedModule], dict[str, str]]:
-    """Load the spec, validating its torch names, and build the given targets."""
+def load_and_build(
+    root: Path, targets: list[Target], jobs: int, built: Callable[[str], None] | None = None
+) -> tuple[list[ExpandedModule], dict[str, str]]:
+    """Load the spec, validating its torch names, and build the given targets (`built` hears of each)."""
     # The formatting workers fork before validation may import torch (on a cold name
     # cache), so that they do not each hold a copy-on-write view of torch's memory.
     with Formatter(jobs) as formatter:
         modules = load(root, validate=True)
-        return modules, build(root, modules, targets, formatter)
+        return modules, build(root, modules, targets, formatter, built)
 
 
-def build(root: Path, modules: list[ExpandedModule], targets: list[Target], formatter: Formatter | None = None):
+def build(
+    root: Path,
+    modules: list[ExpandedModule],
+    targets: list[Target],
+    formatter: Formatter | None = None,
+    built: Callable[[str], None] | None = None,
+):
     """Full text (header included) of each target; black runs in parallel while rendering goes on.
 
     `modules` must be every expanded module: the matrix is made from all of them.
-    Without a `formatter`, black runs in this process.
+    Without a `formatter`, black runs in this process. `built` is called with
+    each target's output path as its text is done (the progress line).
     """
     if formatter is None:
         with Formatter(1) as inline:
-            return build(root, modules, targets, inline)
+            return build(root, modules, targets, inline, built)
+    built = built or (lambda relative: None)
     by_name = {m.spec.name: m for m in modules}
     wanted = [t for t in targets if not t.is_matrix]
     largest_first = sorted(wanted, key=lambda t: -_pattern_count(by_name[t.name]))
@@ -57,9 +68,11 @@ def build(root: Path, modules: list[ExpandedModule], targets: list[Target], form
     for target in targets:
         if target.is_matrix:
             texts[target.name] = _with_header(target, render_matrix(support_matrix(modules), templates))
+            built(target.relative)
     for target in wanted:
         texts[target.name] = _with_header(target, pending[target.name]())
         check_module(texts[target.name], by_name[target.name].spec.output)  # before anything is written
+        built(target.relative)
     return texts
 
 

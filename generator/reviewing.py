@@ -187,7 +187,7 @@ class Side:
         if self.revision is None:
             return sorted(p.stem for p in (self.root / "generated").glob("*.py") if not p.name.startswith("_"))
         try:
-            listed = _git(self.root, "ls-tree", "--name-only", f"{self.revision}:generated")
+            listed = _git(self.root, "ls-tree", "--full-tree", "--name-only", self.path("generated"))
         except GitError:
             return []  # the revision exists (require_generated checked) but has no generated/
         return sorted(n[:-3] for n in listed.split() if n.endswith(".py") and not n.startswith("_"))
@@ -195,7 +195,16 @@ class Side:
     def source(self, module: str) -> str:
         if self.revision is None:
             return (self.root / "generated" / f"{module}.py").read_text()
-        return _git(self.root, "show", f"{self.revision}:generated/{module}.py")
+        return _git(self.root, "show", self.path(f"generated/{module}.py"))
+
+    def path(self, relative: str) -> str:
+        """`REV:./relative`: a project path at the revision, wherever the project sits in its repository.
+
+        `./` makes git read the path from the project root (the folder `git -C`
+        runs in), not from the repository's top level: the project may be a
+        subfolder of a bigger repository (a monorepo, vendor/backend-configs/).
+        """
+        return f"{self.revision}:./{relative}"
 
 
 @dataclass(frozen=True)
@@ -271,7 +280,12 @@ def _side_locations(side: Side) -> dict[str, dict[str, str]]:
 
 def _extract(side: Side, folder: Path, paths: tuple[str, ...]) -> bool:
     """Write the revision's files under the given top-level paths into `folder`; False when it has none."""
-    present = [p for p in paths if p in _git(side.root, "ls-tree", "--name-only", side.revision).split()]
+    # --full-tree: in a subfolder of the repository, ls-tree would otherwise also filter by that subfolder.
+    try:
+        top = _git(side.root, "ls-tree", "--full-tree", "--name-only", side.path("")).splitlines()
+    except GitError:
+        return False  # the project's folder did not exist at that revision
+    present = [p for p in paths if p in top]
     if not present:
         return False
     archive = subprocess.run(

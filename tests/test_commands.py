@@ -27,12 +27,35 @@ def test_check_passes_on_a_clean_tree(project, capsys):
 
 def test_check_finds_a_stale_module_and_says_how_to_fix_it(project, capsys):
     spec = project / "spec" / "x86.py"
-    spec.write_text(spec.read_text().replace("DEFAULT_OP_QUINT8)", "DEFAULT_OP_QUINT8)  # touched"))
+    spec.write_text(spec.read_text().replace("DEFAULT_OP_QUINT8)", "DEFAULT_OP_QUINT8, is_dynamic=False)"))
     code, out = run(capsys, "--root", str(project), "check")
     assert code == 1
     assert "generated/x86.py: stale: spec/x86.py changed" in out
+    assert "+    is_dynamic=False,\n" in out  # the diff regenerate would apply
     assert "generated/fbgemm.py" not in out
     assert "fix: python -m generator regenerate" in out
+
+
+def test_check_tells_changed_inputs_with_the_same_output_apart_from_stale(project, capsys):
+    """An edit that reaches no generated text (a comment in spec/_common.py) is not called stale."""
+    common = project / "spec" / "_common.py"
+    common.write_text(common.read_text() + "# a reviewer's note\n")
+    before = {p: p.read_text() for p in (project / "generated").glob("*.py")}
+    code, out = run(capsys, "--root", str(project), "check")
+    assert code == 1  # the manifest no longer records the inputs: regenerate rewrites it
+    dependents = {t.relative for t in planning.plan(project) if "spec/_common.py" in dict(t.made_from)}
+    assert len(dependents) > 1
+    expected = {
+        f"{relative}: inputs changed (spec/_common.py changed), content unchanged: "
+        "regenerate updates only generated/manifest.json"
+        for relative in dependents
+    }
+    assert set(out.splitlines()) == expected | {"fix: python -m generator regenerate"}, out
+    code, out = run(capsys, "--root", str(project), "regenerate", "--jobs", "1")
+    assert code == 0 and {p: p.read_text() for p in before} == before  # indeed: not one module changes
+    assert [line for line in out.splitlines() if line.startswith("written")] == ["written   generated/manifest.json"]
+    outputs = len(planning.plan(project))
+    assert run(capsys, "--root", str(project), "check") == (0, f"{outputs} generated files are up to date\n")
 
 
 def test_check_finds_a_hand_edit_of_the_body(project, capsys):
@@ -126,8 +149,8 @@ def test_check_fast_path_imports_neither_torch_nor_black_nor_the_spec(project):
         done = subprocess.run([sys.executable, "-c", FAST_PATH_PROBE, str(project)], env=env, capture_output=True)
         return done.stdout.decode(), done.stderr.decode()
 
-    first_out, first_err = probe()  # no lint cache yet: the spec is executed once, still without torch or black
-    assert "exit 0 imported ['generator.spec_loading', 'jinja2']" in first_out
+    first_out, first_err = probe()  # no lint cache yet: the spec is executed once, without torch, black or Jinja2
+    assert "exit 0 imported ['generator.spec_loading']" in first_out
     out, err = probe()
     assert "exit 0 imported []" in out
     assert err == first_err == ""  # the committed spec marks its intended overrides: no lint findings

@@ -74,9 +74,10 @@ def test_outside_a_project_one_line_suggests_root_and_writes_nothing(command, tm
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, *command)
     assert code == 2 and out == ""
+    looked = ", ".join(str(folder) for folder in (tmp_path, *tmp_path.parents))
     assert err.splitlines() == [
-        f"error: {tmp_path} is not a project root: it has no spec/ folder; "
-        "run in the project's folder or pass --root DIR"
+        f"error: no project here: none of {looked} has a spec/ folder; "
+        "run inside a project (any folder below the one holding spec/) or pass --root DIR"
     ]
     assert list(tmp_path.iterdir()) == []  # no cache, no output, nothing
 
