@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generator import digests, rendering, resolution, spec_loading
+from generator import digests, naming, rendering, resolution, spec_loading
 from generator.expansion import ExpandedModule, expand_module
 from generator.formatting import Formatter
 from generator.matrix import support_matrix
@@ -23,7 +23,9 @@ def load(root: Path, validate: bool) -> list[ExpandedModule]:
     modules = spec_loading.load_modules(root)
     if validate:
         resolution.validate(modules, root)
-    return [expand_module(m) for m in modules]
+    expanded = [expand_module(m) for m in modules]
+    naming.check_module_names(root, expanded)
+    return expanded
 
 
 def load_and_build(root: Path, targets: list[Target], jobs: int) -> tuple[list[ExpandedModule], dict[str, str]]:
@@ -60,6 +62,7 @@ def build(root: Path, modules: list[ExpandedModule], targets: list[Target], form
     for target in wanted:
         texts[target.name] = _with_header(target, pending[target.name]())
         check_module(texts[target.name], by_name[target.name].spec.output)  # before anything is written
+        naming.check_spec_names(root, by_name[target.name], texts[target.name])
     return texts
 
 

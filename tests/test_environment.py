@@ -192,6 +192,7 @@ def test_ctrl_c_is_one_line_exit_130_no_worker_left_and_no_file_changed(command,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job
+        preexec_fn=as_a_foreground_job,
     )
     deadline = time.monotonic() + 60
     while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -203,6 +204,15 @@ def test_ctrl_c_is_one_line_exit_130_no_worker_left_and_no_file_changed(command,
     assert err == "error: interrupted; every file is its old or its new version\n"
     assert snapshot(repo) == before
     assert no_process_left(process.pid)
+
+
+def as_a_foreground_job() -> None:
+    """In the child, before exec: Ctrl-C reaches a foreground job, so SIGINT has its default action.
+
+    A test run started as a background job (`pytest &`, nohup, some CI runners)
+    inherits SIGINT ignored, and Python then never raises KeyboardInterrupt.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def no_process_left(group: int) -> bool:
