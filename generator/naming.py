@@ -41,8 +41,8 @@ def _check_module_name(root: Path, module: ExpandedModule, recorded: manifest.Ma
     literal = planning.module_name(root / spec.spec_file)
     if spec.name != literal:
         raise NameClashError(
-            f"Module(name=...) must be written as a string literal such as name={spec.name!r}: check and "
-            f"regenerate read it without running the spec (here it reads as {literal!r})",
+            f"Module(name=...) must be a string literal, such as name={spec.name!r}: check and regenerate read "
+            f"it without running the spec, and would take this module for generated/{literal}.py",
             where,
         )
     if _is_dunder(spec.name) or spec.name in PACKAGE_FILES:
