@@ -33,6 +33,17 @@ def test_a_generated_file_that_is_not_utf8_is_edited_by_hand_and_regenerate_repa
     assert run(capsys, "--root", str(project), "check")[0] == 0
 
 
+def test_a_stray_generated_module_that_is_not_utf8_is_named_and_regenerate_removes_it(project, capsys):
+    stray = project / "generated" / "x86_old.py"  # its spec file is gone (renamed, say)
+    stray.write_bytes((project / "generated" / "x86.py").read_bytes() + b"# caf\xe9\n")
+    code, out, err = run(capsys, "--root", str(project), "check")
+    assert code == 1 and "generated/x86_old.py: its spec file is gone" in out.splitlines()
+    code, out, err = run(capsys, "--root", str(project), "regenerate", "--jobs", "1")
+    assert code == 0 and "removed   generated/x86_old.py" in out.splitlines()
+    assert not stray.exists()
+    assert run(capsys, "--root", str(project), "check")[0] == 0
+
+
 def test_a_python_file_of_the_users_own_in_generated_is_left_alone(project, capsys):
     commit_all(project)
     own = project / "generated" / "helpers.py"
