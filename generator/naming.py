@@ -7,12 +7,14 @@ Two checks, each raising one located error before anything is written:
   that the generator did not write;
 - a name the spec gives a dtype config, a constraint, a function or a builder must
   not be bound a second time in the rendered module (an import, `__all__`, any
-  other definition), nor be a dunder. The names the module imports and defines are
-  read from the rendered text itself, so the check follows the templates.
+  other definition), nor be a dunder or hide a built-in. The names the module
+  imports and defines are read from the rendered text itself, so the check follows
+  the templates.
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from generator.expansion import ExpandedModule
 from generator.model import SourceLocation
 from generator.output_check import module_bindings
 
+_BUILTINS = frozenset(dir(builtins))
 # generated/ files that are the package's own, whatever a spec says.
 PACKAGE_FILES = ("__init__", Path(manifest.PATH.name).stem)
 
@@ -77,6 +80,12 @@ def check_spec_names(root: Path, module: ExpandedModule, text: str) -> None:
         if _is_dunder(name):
             raise NameClashError(
                 f"{kind} name {name!r} is a dunder name, which Python reserves for itself; rename it", location
+            )
+        if name in _BUILTINS:
+            raise NameClashError(
+                f"{kind} name {name!r} would hide Python's built-in {name}, which generated code may use "
+                "(fuser methods call type()); rename it",
+                location,
             )
         found = bindings.get(name, [])
         if len(found) > 1:
