@@ -65,14 +65,60 @@ INTERRUPTED_MESSAGE = "interrupted; every file is its old or its new version"
 FIX_COMMAND = "python -m generator regenerate"
 
 
+class OutputStream:
+    """A standard stream whose failure is one line naming it ("cannot write to standard output: ...").
+
+    A closed pipe (BrokenPipeError) is left to main, which exits quietly.
+    """
+
+    def __init__(self, stream, name: str):
+        self.stream, self.name = stream, name
+
+    def write(self, text: str) -> None:
+        self._do(self.stream.write, text)
+
+    def writelines(self, lines) -> None:
+        self._do(self.stream.writelines, lines)
+
+    def flush(self) -> None:
+        self._do(self.stream.flush)
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def _do(self, action, *args) -> None:
+        try:
+            action(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            _discard_output(self.stream)  # the failed buffer must not fail again at exit
+            raise errors.WriteError(f"cannot write to {self.name}: {error.strerror or error}") from None
+
+
+def _discard_output(stream) -> None:
+    """Point a failed standard stream at /dev/null, so that Python's flush at exit succeeds."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (a test's capture): nothing is flushed at exit
+
+
+def tolerant_standard_streams() -> None:
+    """A character the locale cannot encode (◐ in an ASCII terminal) is escaped, not an error."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
 class Console:
     """Prints to stdout/stderr, in colour only when the stream is a terminal."""
 
     COLOURS = {"red": "31", "green": "32", "yellow": "33", "bold": "1"}
 
     def __init__(self, out=None, err=None):
-        self.out = out or sys.stdout
-        self.err = err or sys.stderr
+        self.out = OutputStream(out or sys.stdout, "standard output")
+        self.err = OutputStream(err or sys.stderr, "standard error")
 
     def paint(self, text: str, colour: str, stream) -> str:
         if not stream.isatty() or os.environ.get("NO_COLOR"):
@@ -86,14 +132,19 @@ class Console:
         print(self.paint(f"warning: {text}", "yellow", self.err), file=self.err)
 
     def error(self, text: str) -> None:
-        print(self.paint(f"error: {text}", "red", self.err), file=self.err)
+        try:
+            print(self.paint(f"error: {text}", "red", self.err), file=self.err)
+            self.err.flush()
+        except (OSError, errors.WriteError):
+            pass  # nowhere left to say it: the exit code still does
 
 
 def lint_findings(root: Path, targets, modules) -> list[str]:
     """The spec lint's findings, cached; `modules` are the expanded spec if already loaded."""
     cache_file = planning.lint_cache_file(root, targets)
-    if modules is None and cache_file.exists():
-        return json.loads(cache_file.read_text())
+    cached = _cached_findings(cache_file) if modules is None else None
+    if cached is not None:
+        return cached
     from generator import lint, spec_loading
     from generator.expansion import expand_module
 
@@ -110,6 +161,17 @@ def lint_findings(root: Path, targets, modules) -> list[str]:
     return findings
 
 
+def _cached_findings(cache_file: Path) -> list[str] | None:
+    """The cached findings; None when there are none or the file is corrupt (it is then rebuilt)."""
+    try:
+        findings = json.loads(cache_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(findings, list) or not all(isinstance(f, str) for f in findings):
+        return None
+    return findings
+
+
 def report_lint(console: Console, findings: list[str], strict: bool) -> None:
     if strict and findings:
         raise errors.LintError(f"{findings[0]} (--strict; {len(findings)} lint finding(s))")
@@ -118,6 +180,15 @@ def report_lint(console: Console, findings: list[str], strict: bool) -> None:
 
 
 def cmd_regenerate(args, console: Console) -> int:
+    with writing.project_lock(args.root, functools.partial(_say_waiting, console)):
+        return _regenerate(args, console)
+
+
+def _say_waiting(console: Console) -> None:
+    console.warn("another regenerate or matrix is running in this project; waiting for it to finish")
+
+
+def _regenerate(args, console: Console) -> int:
     root = args.root
     targets = planning.plan(root)
     recorded = manifest.read(root)
@@ -126,14 +197,23 @@ def cmd_regenerate(args, console: Console) -> int:
     if stale:
         modules, texts = build_with_progress("regenerate", root, stale, args.jobs)
     report_lint(console, lint_findings(root, targets, modules), args.strict)
-    _write(root, targets, texts, console)
-    for orphan in planning.orphans(root, targets):
+    orphans = planning.orphans(root, targets)
+    report = _write(root, targets, texts, also=orphans)
+    for orphan in orphans:
         orphan.unlink()
-        console.say(f"{'removed':9} {orphan.relative_to(root)}", "yellow")
+        report.append((f"{'removed':9} {orphan.relative_to(root)}", "yellow"))
+    _report(console, report)
     return OK
 
 
 def cmd_matrix(args, console: Console) -> int:
+    if args.stdout:  # writes nothing
+        return _matrix(args, console)
+    with writing.project_lock(args.root, functools.partial(_say_waiting, console)):
+        return _matrix(args, console)
+
+
+def _matrix(args, console: Console) -> int:
     root = args.root
     matrix = [t for t in planning.plan(root) if t.is_matrix]
     texts = {}
@@ -142,7 +222,7 @@ def cmd_matrix(args, console: Console) -> int:
     if args.stdout:
         console.out.write(texts[planning.MATRIX])
     else:
-        _write(root, matrix, texts, console, every=planning.plan(root))
+        _report(console, _write(root, matrix, texts, every=planning.plan(root)))
     return OK
 
 
@@ -157,12 +237,16 @@ def build_with_progress(command: str, root: Path, targets, jobs: int):
     return modules, texts
 
 
-def _write(root: Path, targets, texts: dict[str, str], console: Console, every=None) -> None:
+def _write(root: Path, targets, texts: dict[str, str], every=None, also=()) -> list:
     """Write the targets' new texts, then the manifest; `every` is all targets (default: `targets`).
 
     The manifest is written twice when a file changes: first with each replaced
     file's old digest (so that a run killed among the outputs leaves files that
     check calls either fresh or stale, never edited by hand), last without.
+    Before any of it, every folder written (and those of the files in `also`, which
+    the caller removes) must take a new file. What happened is returned as
+    (line, colour) for the caller to print once the tree is whole: a full or
+    closed standard output cannot stop the run halfway.
     """
     for directory in {t.output.parent for t in targets} | {(root / manifest.PATH).parent}:
         writing.remove_stale_temporaries(directory)
@@ -172,21 +256,29 @@ def _write(root: Path, targets, texts: dict[str, str], console: Console, every=N
     final = manifest.updated(recorded, current, {o: digests.text_digest(text) for o, text in new_texts.items()})
     replaced = {t.relative: _digest_of(t.output) for t in targets if t.relative in new_texts}
     replaced = {o: d for o, d in replaced.items() if d != final.outputs[o].digest}
+    manifest_changes = bool(replaced) or _digest_of(root / manifest.PATH) != digests.text_digest(final.text())
+    writing.ensure_writable([*(root / o for o in replaced), *[root / manifest.PATH] * manifest_changes, *also])
     if replaced:
         writing.write_if_changed(root / manifest.PATH, manifest.pending(final, replaced).text())
-    files_written = 0
+    files_written, report = 0, []
     for target in targets:
         written = target.relative in new_texts and writing.write_if_changed(target.output, new_texts[target.relative])
         status = "written" if written else "unchanged"
-        console.say(f"{status:9} {target.output.relative_to(root)}", "green" if written else None)
+        report.append((f"{status:9} {target.output.relative_to(root)}", "green" if written else None))
         files_written += written
         writing.pause_if_asked(files_written)
     if writing.write_if_changed(root / manifest.PATH, final.text()):
-        console.say(f"{'written':9} {manifest.PATH.as_posix()}", "green")
+        report.append((f"{'written':9} {manifest.PATH.as_posix()}", "green"))
+    return report
+
+
+def _report(console: Console, report: list) -> None:
+    for line, colour in report:
+        console.say(line, colour)
 
 
 def _digest_of(path: Path) -> str | None:
-    return digests.text_digest(path.read_text()) if path.exists() else None
+    return digests.file_text_digest(path) if path.exists() else None
 
 
 def cmd_check(args, console: Console) -> int:
@@ -221,9 +313,9 @@ def _full_comparison(targets, texts: dict[str, str], statuses: dict) -> dict:
     """Byte comparison with a fresh render; the manifest explains any difference."""
     found = {}
     for target in targets:
-        current = target.output.read_text() if target.output.exists() else None
+        current = target.output.read_bytes() if target.output.exists() else None
         status = statuses[target.name]
-        if current == texts[target.name]:
+        if current == texts[target.name].encode():
             found[target.name] = planning.Status("fresh")
         elif status.state == "fresh":
             found[target.name] = planning.Status("edited", ("its content is not what regenerate writes",))
@@ -237,7 +329,7 @@ def _manifest_problem(root: Path, targets, recorded, texts) -> str | None:
     written = {t.relative: digests.text_digest(texts[t.name]) for t in targets} if texts else {}
     expected = manifest.updated(recorded, {t.relative: dict(t.made_from) for t in targets}, written).text()
     path = root / manifest.PATH
-    return None if path.exists() and path.read_text() == expected else expected
+    return None if path.exists() and path.read_bytes() == expected.encode() else expected
 
 
 def _explain(root, targets, problems, orphaned, console: Console, texts: dict[str, str], recorded) -> None:
@@ -246,7 +338,7 @@ def _explain(root, targets, problems, orphaned, console: Console, texts: dict[st
             continue
         relative = str(target.output.relative_to(root))
         status = problems[target.name]
-        current_text = target.output.read_text() if target.output.exists() else None
+        current_text = digests.lenient_text(target.output) if target.output.exists() else None
         known = recorded is not None and target.relative in recorded.outputs
         if status.state == "stale" and known and current_text == texts[target.name]:
             # Re-rendered to know: an input changed in a way that does not reach this file.
@@ -265,7 +357,7 @@ def _explain(root, targets, problems, orphaned, console: Console, texts: dict[st
 def _explain_manifest(root: Path, expected: str, console: Console) -> None:
     path = root / manifest.PATH
     relative = manifest.PATH.as_posix()
-    current = path.read_text().splitlines(keepends=True) if path.exists() else []
+    current = digests.lenient_text(path).splitlines(keepends=True) if path.exists() else []
     console.say(f"{relative}: {'stale: it does not record what regenerate wrote' if current else 'missing'}", "red")
     regenerated = expected.splitlines(keepends=True)
     console.out.writelines(difflib.unified_diff(current, regenerated, relative, f"{relative} (regenerated)"))
@@ -490,6 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; every failure is one line on stderr and an exit code, never a traceback."""
     # torch warns on import when NumPy is absent; nothing here needs NumPy.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    tolerant_standard_streams()
     console = Console()
     try:
         args = build_parser().parse_args(argv)

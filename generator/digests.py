@@ -71,6 +71,24 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def file_text_digest(path: Path) -> str:
+    """text_digest of a file's text, from its bytes: a file that is not UTF-8 just differs."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def lenient_text(path: Path) -> str:
+    """A generated file's text to show in a diff, whatever bytes a hand edit left in it."""
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
+def is_utf8(path: Path) -> bool:
+    try:
+        path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def combined(inputs: dict[str, str]) -> str:
     """One digest for a set of input digests (the lint cache is keyed by these)."""
     return text_digest("".join(f"{name}\0{digest}\n" for name, digest in sorted(inputs.items())))

@@ -350,6 +350,7 @@ def to_pattern(value, what: str = "pattern", nested: bool = False) -> model.Patt
     """
     complex_format = what == "pattern_complex_format"
     if complex_format and not nested:
+        _check_depth(value)
         _complex_pattern(value, value)
     if isinstance(value, Ref):
         return value.to_model()
@@ -374,6 +375,26 @@ def to_pattern(value, what: str = "pattern", nested: bool = False) -> model.Patt
         f"or tuples of those, not {describe(value)}",
         blame(value),
     )
+
+
+# torch's own patterns nest a few levels; far deeper ones exhaust the Python parser
+# that compiles the generated module (about 200 levels), so they are refused here.
+MAX_PATTERN_DEPTH = 32
+
+
+def _check_depth(whole) -> None:
+    """Refuse a pattern nested deeper than MAX_PATTERN_DEPTH (counted without recursion)."""
+    depth, level = 0, [whole]
+    while level and depth <= MAX_PATTERN_DEPTH:
+        depth += 1
+        level = [item for value in level if isinstance(value, tuple) for item in value]
+        level = [item for item in level if isinstance(item, tuple)]
+    if depth > MAX_PATTERN_DEPTH:
+        raise SpecFieldError(
+            f"pattern_complex_format is nested more than {MAX_PATTERN_DEPTH} tuples deep, more than a generated "
+            "module can spell; split it into patterns that nest less",
+            blame(whole),
+        )
 
 
 def _complex_pattern(value, whole, argument: bool = False) -> None:

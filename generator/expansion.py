@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from generator.errors import EmptyBackendError, NameClashError, SpecFieldError, TemplateRenderError
+from generator.errors import EmptyBackendError, NameClashError, SpecFieldError
 from generator.model import (
     Backend,
     DTypeConfig,
@@ -28,7 +28,7 @@ from generator.model import (
     SourceLocation,
     TorchRef,
 )
-from generator.source_spelling import MODULE_ALIASES, python_source, split_ref
+from generator.source_spelling import python_source
 
 
 @dataclass(frozen=True)
@@ -107,17 +107,13 @@ def expand_module(module: ModuleSpec) -> ExpandedModule:
     return expanded
 
 
-# Names every generated module imports; a builder with one of these names would shadow it.
-_IMPORTED = {"BackendConfig", "BackendPatternConfig", "DTypeConfig", "DTypeWithConstraints", "ObservationType", "torch"}
-
-
 def _check_builder_names(module: ExpandedModule) -> None:
-    """A builder that shares a name with another definition silently replaces it in the module."""
-    defined = dict.fromkeys(_IMPORTED | set(MODULE_ALIASES.values()), "a module name this module imports")
-    for ref in _refs_by_field(module):
-        imported, rest, by_name = _import_of(ref)
-        if by_name:
-            defined[rest.split(".")[0]] = f"the name this module imports from {imported}"
+    """A builder that shares a name with another spec definition silently replaces it in the module.
+
+    Names the rendered module imports or the templates define are checked on the
+    rendered text itself (generator/naming.py), so no list here can drift from them.
+    """
+    defined: dict[str, str] = {}
     for kind, values in (("dtype config", module.dtype_configs), ("DTypeWithConstraints", module.constraints),
                          ("function", module.functions)):  # fmt: skip
         defined.update({v.name: f"the {kind} {v.name} (at {v.location})" for v in values})
@@ -243,30 +239,6 @@ def _add_unique(found: dict, name: str, value, kind: str) -> None:
             f"two different {kind}s are named {name!r} (the other one is at {existing.location})",
             value.location,
         )
-
-
-_REF_FIELDS = (
-    "pattern", "pattern_complex_format", "root_module", "qat_module", "reference_quantized_module",
-    "fused_module", "fuser_method", "root_node_getter", "extra_inputs_getter",
-)  # fmt: skip
-
-
-def _refs_by_field(module: ExpandedModule):
-    """The torch names of patterns, modules and callables (dtypes are never imported by name)."""
-    for expanded in module.backends:
-        for config in expanded.backend.configs:
-            for name in _REF_FIELDS:
-                value = getattr(config, name)
-                if value is not None:
-                    yield from torch_refs(value)
-    yield from torch_refs(module.functions)
-
-
-def _import_of(ref: TorchRef) -> tuple[str, str, bool]:
-    try:
-        return split_ref(ref.path)
-    except TemplateRenderError:  # no known import: rendering reports that
-        return "", ref.path, False
 
 
 def torch_refs(value):

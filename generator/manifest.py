@@ -59,7 +59,7 @@ class Manifest:
 def read(root: Path) -> Manifest | None:
     """The manifest, or None when it is missing or not one (a hand edit that broke it)."""
     try:
-        document = json.loads((root / PATH).read_text())
+        document = json.loads((root / PATH).read_text(encoding="utf-8"))
         outputs = {
             name: Entry(
                 str(record["digest"]),

@@ -52,3 +52,22 @@ def _undefined(table: symtable.SymbolTable, module_names: set[str], text: str):
 def _first_use(text: str, name: str) -> int:
     lines = [node.lineno for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Name) and node.id == name]
     return min(lines, default=1)
+
+
+def module_bindings(text: str) -> dict[str, list[tuple[int, str]]]:
+    """(line, "imports" or "defines") of each module-level binding of each name."""
+    found: dict[str, list[tuple[int, str]]] = {}
+    for node in ast.parse(text).body:
+        verb = "imports" if isinstance(node, (ast.Import, ast.ImportFrom)) else "defines"
+        for name in _bound_names(node):
+            found.setdefault(name, []).append((node.lineno, verb))
+    return found
+
+
+def _bound_names(node: ast.stmt) -> list[str]:
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [alias.asname or alias.name.split(".")[0] for alias in node.names]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return [n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)]

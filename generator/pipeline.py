@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from generator import digests, rendering, resolution, spec_loading
+from generator import digests, naming, rendering, resolution, spec_loading
 from generator.expansion import ExpandedModule, expand_module
 from generator.formatting import Formatter
 from generator.matrix import support_matrix
@@ -24,7 +24,9 @@ def load(root: Path, validate: bool) -> list[ExpandedModule]:
     modules = spec_loading.load_modules(root)
     if validate:
         resolution.validate(modules, root)
-    return [expand_module(m) for m in modules]
+    expanded = [expand_module(m) for m in modules]
+    naming.check_module_names(root, expanded)
+    return expanded
 
 
 def load_and_build(
@@ -72,6 +74,7 @@ def build(
     for target in wanted:
         texts[target.name] = _with_header(target, pending[target.name]())
         check_module(texts[target.name], by_name[target.name].spec.output)  # before anything is written
+        naming.check_spec_names(root, by_name[target.name], texts[target.name])
         built(target.relative)
     return texts
 

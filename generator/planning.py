@@ -88,10 +88,12 @@ def status(target: Target, recorded: manifest.Manifest | None) -> Status:
     entry = recorded.outputs.get(target.relative) if recorded is not None else None
     if entry is None:
         return Status("stale", (f"{manifest.PATH.as_posix()} has no record of it",))
-    digest = digests.text_digest(target.output.read_text())
+    digest = digests.file_text_digest(target.output)
     if digest != entry.digest:
         if digest == entry.previous:
             return Status("stale", ("a regenerate was interrupted before it rewrote this file",))
+        if not digests.is_utf8(target.output):
+            return Status("edited", ("it is not UTF-8 text, as regenerate writes it",))
         return Status("edited", ("its content is not what regenerate wrote",))
     reasons = changed_inputs(recorded.made_from(entry), dict(target.made_from))
     return Status("stale", reasons) if reasons else Status("fresh")
@@ -130,7 +132,7 @@ def orphans(root: Path, targets: list[Target]) -> list[Path]:
     expected = {t.output for t in targets}
     found = []
     for path in sorted((root / "generated").glob("*.py")):
-        if path not in expected and path.read_text().startswith(digests.GENERATED_LINE):
+        if path not in expected and path.read_bytes().startswith(digests.GENERATED_LINE.encode()):
             found.append(path)
     return found
 

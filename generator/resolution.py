@@ -153,9 +153,19 @@ def _torch_version() -> str:
 
 def _read_cache(cache_file: Path) -> dict:
     try:
-        return json.loads(cache_file.read_text())
-    except (OSError, ValueError):
+        cached = json.loads(cache_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # missing, or corrupt (not UTF-8, not JSON): rebuilt
         return {}
+    if not isinstance(cached, dict):
+        return {}
+    return {path: fact for path, fact in cached.items() if _is_fact(fact)}
+
+
+def _is_fact(fact) -> bool:
+    """A cache entry as _facts_from_torch writes it; anything else is looked up again."""
+    if not isinstance(fact, dict) or not isinstance(fact.get("kinds"), list):
+        return False
+    return isinstance(fact.get("public", 0), (str, type(None)))
 
 
 def _facts_from_torch(refs: dict[str, TorchRef]) -> dict[str, dict]:

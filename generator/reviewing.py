@@ -194,7 +194,7 @@ class Side:
 
     def source(self, module: str) -> str:
         if self.revision is None:
-            return (self.root / "generated" / f"{module}.py").read_text()
+            return digests.lenient_text(self.root / "generated" / f"{module}.py")
         return _git(self.root, "show", self.path(f"generated/{module}.py"))
 
     def path(self, relative: str) -> str:
@@ -259,7 +259,17 @@ def side_backends(side: Side) -> dict[str, SideBackend]:
     """Every backend the side's generated modules build, by label."""
     found = {}
     for module_name in side.module_names():
-        module = _module_from_source(f"generated_{module_name}", side.source(module_name), module_name)
+        source = side.source(module_name)
+        if not source.startswith(digests.GENERATED_LINE):
+            continue  # a file of the user's own in generated/: not a module to compare
+        try:
+            module = _module_from_source(f"generated_{module_name}", source, module_name)
+        except Exception as error:
+            where = f"{side.revision}:" if side.revision else ""
+            raise GeneratedModuleError(
+                f"{where}generated/{module_name}.py fails to import: {type(error).__name__}: {error}; "
+                f"compare other revisions, or regenerate and commit at {side.title}"
+            ) from None
         names = _dtype_names(module)
         for function in getattr(module, "__all__", vars(module)):
             if function.startswith("get_") and function.endswith("_backend_config"):
@@ -293,9 +303,23 @@ def _extract(side: Side, folder: Path, paths: tuple[str, ...]) -> bool:
     )
     if archive.returncode != 0:
         return False
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(folder, filter="data")
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(folder, filter=_links_as_committed)
+    except tarfile.TarError as error:
+        raise GitError(f"cannot check out {side.revision}'s {', '.join(present)}: {error}") from None
     return True
+
+
+def _links_as_committed(member: tarfile.TarInfo, destination: str) -> tarfile.TarInfo:
+    """tarfile's "data" filter, except that a symlink pointing outside (e.g. to an absolute path)
+    is made as committed: the working tree follows the same link, and spec code runs anyway."""
+    try:
+        return tarfile.data_filter(member, destination)
+    except (tarfile.AbsoluteLinkError, tarfile.LinkOutsideDestinationError):
+        if member.issym():
+            return member
+        raise
 
 
 # ---------------------------------------------------------------------------
@@ -402,7 +426,7 @@ def _origin(config) -> SourceLocation | None:
 
 
 def _git(root: Path, *args: str) -> str:
-    result = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+    result = subprocess.run(["git", "-C", str(root), *args], capture_output=True, encoding="utf-8", errors="replace")
     if result.returncode != 0:
         message = result.stderr.strip().splitlines()
         raise GitError(f"git {' '.join(args)} failed: {message[0] if message else 'unknown revision'}")
@@ -414,7 +438,7 @@ def _import_generated(root: Path, name: str) -> types.ModuleType:
     if not path.exists():
         raise NothingToCompareError(f"nothing to compare: generated/{name}.py does not exist")
     try:
-        return _module_from_source(f"generated.{name}", path.read_text(), str(path))
+        return _module_from_source(f"generated.{name}", path.read_text(encoding="utf-8"), str(path))
     except Exception as error:
         raise GeneratedModuleError(f"generated/{name}.py fails to import: {type(error).__name__}: {error}") from None
 

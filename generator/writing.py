@@ -4,11 +4,21 @@ A file is written to a temporary file in the same folder and renamed over the
 target, so a reader (or a killed run) sees either the old or the new file, never
 a torn one. A rewritten file keeps its mode; a new one gets the umask's default,
 as if written by any editor. A failure is one line naming the file.
+
+Temporary files carry the writing process's id, so a run removes only its own and
+those of runs that no longer exist, never another live run's (or anyone else's
+`.*.tmp`). Runs that write a project's outputs take its lock (`project_lock`)
+and check that every folder they write can take a new file (`ensure_writable`)
+before they change any.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import os
+import re
 import secrets
 import stat
 import sys
@@ -18,6 +28,9 @@ from pathlib import Path
 from generator.errors import WriteError
 
 NEW_FILE_MODE = 0o666  # before the umask, like open(path, "w")
+# .NAME.PID-TOKEN.tmp: the process that wrote it, and a token that tells two of its files apart.
+_TEMPORARY = re.compile(r"\..+\.(?P<pid>[0-9]+)-[0-9a-f]{8}\.tmp")
+LOCK_FILE = Path(".cache") / "generator" / "write.lock"
 
 # Test-only pause point (tests/test_interruption.py): with this variable set to
 # N, a run stops for good after writing its N-th file and says so on stderr, so
@@ -35,14 +48,21 @@ def write_if_changed(path: Path, text: str) -> bool:
         path.parent.mkdir(parents=True, exist_ok=True)
         _replace(path, data)
     except OSError as error:
-        blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-        reason = f"{blocking} is a file, not a folder" if blocking else error.strerror or error
-        raise WriteError(f"cannot write {path}: {reason}") from None
+        raise WriteError(f"cannot write {path}: {_reason(path, error)}") from None
     return True
 
 
+def _reason(path: Path, error: OSError) -> str:
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    return f"{blocking} is a file, not a folder" if blocking else str(error.strerror or error)
+
+
+def _temporary(path: Path) -> Path:
+    return path.parent / f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
+
+
 def _replace(path: Path, data: bytes) -> None:
-    temporary = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+    temporary = _temporary(path)
     # os.open applies the umask to NEW_FILE_MODE; mkstemp would make every file 0600.
     handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, NEW_FILE_MODE)
     try:
@@ -59,9 +79,67 @@ def _replace(path: Path, data: bytes) -> None:
 
 
 def remove_stale_temporaries(folder: Path) -> None:
-    """Temporary files left by a killed run are never real output."""
+    """Temporary files left by a killed run are never real output; a live run's are its own."""
     for leftover in folder.glob(".*.tmp"):
-        leftover.unlink(missing_ok=True)
+        match = _TEMPORARY.fullmatch(leftover.name)
+        if match and not _is_running(int(match["pid"])):
+            leftover.unlink(missing_ok=True)
+
+
+def _is_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # someone else's process (or no pid at all): leave its file alone
+    return True
+
+
+def ensure_writable(paths: list[Path]) -> None:
+    """Raise WriteError, naming the first path, unless each path's folder can take a new file.
+
+    Run before anything is written, so that an unwritable target changes no file.
+    A folder that does not exist yet is made (it holds nothing, so nothing changes).
+    """
+    checked = set()
+    for path in paths:
+        try:
+            if path.is_dir():
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+            if path.parent in checked:
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            probe = _temporary(path)
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, NEW_FILE_MODE))
+            probe.unlink()
+            checked.add(path.parent)
+        except OSError as error:
+            raise WriteError(f"cannot write {path}: {_reason(path, error)}") from None
+
+
+@contextlib.contextmanager
+def project_lock(root: Path, waiting):
+    """Hold the project's write lock while the body runs; `waiting()` is called if another run holds it.
+
+    A project whose .cache cannot be made (a read-only checkout) gets no lock:
+    nothing can be written there anyway, and ensure_writable says so.
+    """
+    try:
+        (root / LOCK_FILE).parent.mkdir(parents=True, exist_ok=True)
+        handle = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, NEW_FILE_MODE)
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            waiting()
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)  # releases the lock
 
 
 def pause_if_asked(files_written: int) -> None:

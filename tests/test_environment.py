@@ -193,6 +193,7 @@ def test_ctrl_c_is_one_line_exit_130_no_worker_left_and_no_file_changed(command,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job
+        preexec_fn=as_a_foreground_job,
     )
     deadline = time.monotonic() + 60
     while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -204,6 +205,15 @@ def test_ctrl_c_is_one_line_exit_130_no_worker_left_and_no_file_changed(command,
     assert err == "error: interrupted; every file is its old or its new version\n"
     assert snapshot(repo) == before
     assert no_process_left(process.pid)
+
+
+def as_a_foreground_job() -> None:
+    """In the child, before exec: Ctrl-C reaches a foreground job, so SIGINT has its default action.
+
+    A test run started as a background job (`pytest &`, nohup, some CI runners)
+    inherits SIGINT ignored, and Python then never raises KeyboardInterrupt.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def no_process_left(group: int) -> bool:
@@ -288,3 +298,137 @@ def test_a_bug_is_still_one_line(project, capsys, monkeypatch):
     assert err.splitlines() == [
         "error: internal error: ValueError: a bug in the generator (GENERATOR_TRACEBACK=1 shows where; report it)"
     ]
+
+
+# ---------------------------------------------------------------------------
+# Locales, full and unencodable output, concurrent runs, unwritable folders
+# ---------------------------------------------------------------------------
+
+ASCII_LOCALE = {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}  # Python then reads ASCII
+
+
+@pytest.fixture(scope="session")
+def latin1_locale(tmp_path_factory) -> dict[str, str]:
+    """An ISO-8859-1 locale, compiled into a private folder (few machines have one installed)."""
+    folder = tmp_path_factory.mktemp("locales")
+    name = "en_US.ISO-8859-1"
+    done = subprocess.run(["localedef", "-i", "en_US", "-f", "ISO-8859-1", str(folder / name)], capture_output=True)
+    if done.returncode not in (0, 1) or not (folder / name).exists():  # 1: warnings only
+        pytest.skip(f"cannot compile the {name} locale here: {done.stderr!r}")
+    return {"LOCPATH": str(folder), "LC_ALL": name, "PYTHONUTF8": "0"}
+
+
+@pytest.fixture(params=["ascii", "latin-1"])
+def non_utf8_locale(request) -> dict[str, str]:
+    return ASCII_LOCALE if request.param == "ascii" else request.getfixturevalue("latin1_locale")
+
+
+def generator_run(project: Path, *args: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "generator", "--root", str(project), *args]
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **kwargs}
+    return subprocess.run(command, env={**ENV, **(env or {})}, timeout=300, **streams)
+
+
+def test_every_command_reads_and_writes_utf8_under_a_non_utf8_locale(non_utf8_locale, project):
+    locale_encoding = subprocess.run(
+        [sys.executable, "-c", "import locale, sys; print(locale.getpreferredencoding(), sys.stdout.encoding)"],
+        env={**ENV, **non_utf8_locale}, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    assert "utf" not in locale_encoding.lower(), locale_encoding  # the locale really is not UTF-8
+    assert generator_run(project, "check", env=non_utf8_locale).returncode == 0
+    spec = project / "spec" / "x86.py"
+    spec.write_text(spec.read_text(encoding="utf-8").replace('doc="', 'doc="Ünïcödé ◐ ', 1), encoding="utf-8")
+    regenerate = generator_run(project, "regenerate", "--jobs", "1", env=non_utf8_locale)
+    assert (regenerate.returncode, regenerate.stderr) == (0, b"")
+    assert "Ünïcödé ◐".encode() in (project / "generated" / "x86.py").read_bytes()  # UTF-8 on disk
+    for command in (["check"], ["check", "--full", "--jobs", "1"]):
+        done = generator_run(project, *command, env=non_utf8_locale)
+        assert (done.returncode, done.stderr) == (0, b""), command
+        assert done.stdout.endswith(b"generated files are up to date\n")
+    # A pipe that cannot carry the matrix's characters: escaped, not an error.
+    matrix = generator_run(project, "matrix", "--stdout", env=non_utf8_locale)
+    assert (matrix.returncode, matrix.stderr) == (0, b"")
+    assert b"\\u25d0" in matrix.stdout and "◐".encode() not in matrix.stdout
+
+
+def touch_x86(project: Path) -> None:
+    """generated/x86.py and the matrix change."""
+    spec = project / "spec" / "x86.py"
+    spec.write_text(spec.read_text().replace('doc="', 'doc="Touched: x86 is rewritten. ', 1))
+    matrix = project / "templates" / "docs" / "support-matrix.md.j2"
+    matrix.write_text(matrix.read_text() + "\nTouched: the matrix is rewritten.\n")
+
+
+@pytest.mark.parametrize("command", [["regenerate", "--jobs", "1"], ["matrix"], ["matrix", "--stdout"]])
+def test_a_full_standard_output_is_one_line_naming_it_and_the_tree_stays_whole(command, project, capsys):
+    touch_x86(project)
+    with open("/dev/full", "w") as full:
+        # Unbuffered, as in many CI runners: every line is written (and fails) at once.
+        done = generator_run(project, *command, env={"PYTHONUNBUFFERED": "1"}, stdout=full)
+    assert done.returncode == 2
+    assert done.stderr == b"error: cannot write to standard output: No space left on device\n"
+    code, out, err = run(capsys, "--root", str(project), "check")
+    if command == ["matrix", "--stdout"]:
+        assert code == 1  # it writes nothing: x86 and the matrix are still stale
+    else:  # every file written, then the report failed: check accepts the tree
+        assert code == (0 if command[0] == "regenerate" else 1), out
+        assert "docs/support-matrix.md" not in out
+
+
+def test_a_read_only_docs_folder_changes_no_file_at_all(project, capsys, monkeypatch):
+    """The modules come before the matrix: without a check first, they were written, then the run failed."""
+    touch_x86(project)
+    before = snapshot(project)
+    real_open = os.open
+
+    def read_only_docs(path, flags, *args):
+        if flags & os.O_CREAT and Path(path).parent == project / "docs":
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(writing.os, "open", read_only_docs)
+    code, out, err = run(capsys, "--root", str(project), "regenerate", "--jobs", "1")
+    assert code == 2
+    assert err == f"error: cannot write {project / planning.MATRIX_OUTPUT}: Permission denied\n"
+    assert snapshot(project) == before
+
+
+def test_a_regenerate_waits_for_one_already_running_and_both_leave_a_tree_check_accepts(project, capsys):
+    touch_x86(project)
+    before = snapshot(project)
+    command = [sys.executable, "-m", "generator", "--root", str(project), "regenerate", "--jobs", "1"]
+    with writing.project_lock(project, waiting=lambda: None):  # as a running regenerate holds it
+        process = subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        said = process.stderr.readline()
+        assert said == "warning: another regenerate or matrix is running in this project; waiting for it to finish\n"
+        time.sleep(0.5)
+        assert process.poll() is None and snapshot(project) == before  # it waits, and writes nothing meanwhile
+    out, err = process.communicate(timeout=300)
+    assert (process.returncode, err) == (0, "")
+    assert "written   generated/x86.py" in out
+    assert run(capsys, "--root", str(project), "check")[0] == 0
+
+
+def dead_pid() -> int:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(done.stdout)
+
+
+def test_two_regenerates_at_once_both_succeed_and_remove_no_temporary_file_of_anyone_else(project, capsys):
+    touch_x86(project)
+    others = [
+        project / "docs" / ".notes.tmp",  # not the generator's at all
+        project / "generated" / f".x86.py.{os.getpid()}-0123abcd.tmp",  # a live process's
+    ]
+    leftover = project / "generated" / f".x86.py.{dead_pid()}-0123abcd.tmp"  # a killed run's
+    for path in [*others, leftover]:
+        path.write_text("someone's\n")
+    command = [sys.executable, "-m", "generator", "--root", str(project), "regenerate", "--jobs", "1"]
+    runs = [subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    for process in runs:
+        process.communicate(timeout=300)
+        assert process.returncode == 0
+    assert run(capsys, "--root", str(project), "check")[0] == 0
+    assert all(path.read_text() == "someone's\n" for path in others)
+    assert not leftover.exists()
+    assert sorted(p.name for p in project.rglob(".*.tmp")) == sorted(p.name for p in others)

@@ -1,0 +1,20 @@
+"""Broken on purpose: the builder would replace the BackendConfig class it returns."""
+
+from generator.dsl import Backend, DTypeConfig, Module, config, nn, torch
+
+weighted_op_quint8_dtype_config = DTypeConfig(
+    input_dtype=torch.quint8, output_dtype=torch.quint8, weight_dtype=torch.qint8, bias_dtype=torch.float
+)
+
+
+MODULE = Module(
+    doc="Broken on purpose.",
+    backends=[
+        Backend(
+            name='qnnpack_pytorch_2.0_export',
+            builder='BackendConfig',  # <- error
+            doc="Broken on purpose.",
+            configs=[config(nn.Conv2d, [weighted_op_quint8_dtype_config])],
+        ),
+    ],
+)

@@ -1,0 +1,21 @@
+"""Broken on purpose: check reads Module(name=...) without running the spec, so it must be a literal."""
+
+from generator.dsl import Backend, DTypeConfig, Module, config, nn, torch
+
+weighted_op_quint8_dtype_config = DTypeConfig(
+    input_dtype=torch.quint8, output_dtype=torch.quint8, weight_dtype=torch.qint8, bias_dtype=torch.float
+)
+
+NAME = "qnnpack_" + "pt2e_mine"
+MODULE = Module(
+    name=NAME,  # <- error
+    doc="Broken on purpose.",
+    backends=[
+        Backend(
+            name="qnnpack_pytorch_2.0_export",
+            builder="get_qnnpack_pt2e_backend_config",
+            doc="Broken on purpose.",
+            configs=[config(nn.Conv2d, [weighted_op_quint8_dtype_config])],
+        ),
+    ],
+)

@@ -1,0 +1,115 @@
+"""Odd things in a project tree are reported as what they are, never as an internal error.
+
+A generated file with bytes that are not UTF-8, a Python file of the user's own in
+generated/, corrupt cache files, a committed symlink to an absolute path, and an
+old revision whose generated module does not compile: each gets its own answer
+through the real CLI, and regenerate repairs what is the generator's to repair.
+"""
+
+import json
+import subprocess
+import sys
+
+from generator import cli, planning
+from tests.conftest import ROOT, commit_all, git
+
+
+def run(capsys, *args) -> tuple[int, str, str]:
+    code = cli.main(list(args))
+    out, err = capsys.readouterr()
+    assert "internal error" not in err and "Traceback" not in out + err, err
+    return code, out, err
+
+
+def test_a_generated_file_that_is_not_utf8_is_edited_by_hand_and_regenerate_repairs_it(project, capsys):
+    module = project / "generated" / "x86.py"
+    module.write_bytes(module.read_bytes() + b"# caf\xe9 in Latin-1\n")
+    code, out, err = run(capsys, "--root", str(project), "check")
+    assert code == 1
+    assert "generated/x86.py: edited by hand: it is not UTF-8 text, as regenerate writes it" in out.splitlines()
+    assert "+# caf\ufffd in Latin-1" not in out and "-# caf\ufffd in Latin-1" in out  # the diff shows the bytes
+    assert run(capsys, "--root", str(project), "regenerate", "--jobs", "1")[0] == 0
+    assert b"\xe9" not in module.read_bytes()
+    assert run(capsys, "--root", str(project), "check")[0] == 0
+
+
+def test_a_stray_generated_module_that_is_not_utf8_is_named_and_regenerate_removes_it(project, capsys):
+    stray = project / "generated" / "x86_old.py"  # its spec file is gone (renamed, say)
+    stray.write_bytes((project / "generated" / "x86.py").read_bytes() + b"# caf\xe9\n")
+    code, out, err = run(capsys, "--root", str(project), "check")
+    assert code == 1 and "generated/x86_old.py: its spec file is gone" in out.splitlines()
+    code, out, err = run(capsys, "--root", str(project), "regenerate", "--jobs", "1")
+    assert code == 0 and "removed   generated/x86_old.py" in out.splitlines()
+    assert not stray.exists()
+    assert run(capsys, "--root", str(project), "check")[0] == 0
+
+
+def test_a_python_file_of_the_users_own_in_generated_is_left_alone(project, capsys):
+    commit_all(project)
+    own = project / "generated" / "helpers.py"
+    # Not UTF-8, and it imports only as part of the package: never a module to run on its own.
+    own.write_bytes(b'"""Helpers of my own."""\n\nfrom .x86 import __all__ as NAMES\n\nNAME = "caf\xe9"\n')
+    assert run(capsys, "--root", str(project), "check")[0] == 0
+    assert run(capsys, "--root", str(project), "regenerate", "--jobs", "1")[0] == 0
+    assert own.read_bytes().endswith(b'"caf\xe9"\n')  # neither removed nor rewritten
+    code, out, err = run(capsys, "--root", str(project), "diff")  # not a module to compare
+    assert code == 0 and out.startswith("no differences in "), out
+
+
+def test_corrupt_cache_files_are_rebuilt(project, capsys):
+    cache = project / ".cache" / "generator"
+    assert run(capsys, "--root", str(project), "check")[0] == 0  # the lint cache exists
+    corrupt = {
+        "not utf-8": b"\xff\xfe{",
+        "not json": b"{ not json",
+        "json of the wrong shape": json.dumps({"torch.nn.Conv2d": {"kinds": "module"}, "x": 1}).encode(),
+    }
+    for name, data in corrupt.items():
+        files = [*cache.glob("lint-*.json"), *cache.glob("torch-names-*.json")]
+        assert len(files) == 2, files
+        for path in files:
+            path.write_bytes(data if "shape" not in name or "torch" in path.name else b'{"a": 1}')
+        assert run(capsys, "--root", str(project), "check")[0] == 0, name
+        assert run(capsys, "--root", str(project), "regenerate", "--force", "--jobs", "1")[0] == 0, name
+        for path in files:
+            json.loads(path.read_text(encoding="utf-8"))  # rebuilt
+
+
+def test_diff_with_a_committed_symlink_to_an_absolute_path(project, capsys):
+    shared = project.parent / "shared_ops.py"  # outside the project, named by its absolute path
+    shared.write_text("EXTRA = []\n")
+    (project / "spec" / "_shared.py").symlink_to(shared)
+    commit_all(project)
+    for args in (["diff"], ["diff", "--rev", "HEAD"], ["diff", "--rev", "HEAD..HEAD"]):
+        code, out, err = run(capsys, "--root", str(project), *args)
+        assert (code, err) == (0, ""), args
+        assert out.startswith("no differences in "), out
+
+
+def test_diff_from_a_revision_whose_module_does_not_compile_is_one_line(project, capsys):
+    commit_all(project)
+    module = project / "generated" / "fbgemm.py"
+    good = module.read_bytes()
+    module.write_bytes(good + b"\ndef broken(:\n")
+    git(project, "commit", "-qam", "a broken module")
+    module.write_bytes(good)
+    git(project, "commit", "-qam", "repaired")
+    code, out, err = run(capsys, "--root", str(project), "diff", "--rev", "HEAD~1..HEAD", "--format", "json")
+    broken_line = len(good.splitlines()) + 2
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        f"error: HEAD~1:generated/fbgemm.py fails to import: SyntaxError: invalid syntax (fbgemm, line {broken_line}); "
+        "compare other revisions, or regenerate and commit at HEAD~1"
+    ]
+
+
+def test_the_process_never_reports_an_internal_error_for_a_non_utf8_module(project):
+    """The same through a real process, where stdout and the locale are the interpreter's own."""
+    module = project / "generated" / "x86.py"
+    module.write_bytes(b"\xff" + module.read_bytes())
+    command = [sys.executable, "-m", "generator", "--root", str(project), "check"]
+    env = {"PYTHONPATH": str(ROOT), "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    done = subprocess.run(command, env=env, capture_output=True)
+    assert done.returncode == 1 and done.stderr == b""
+    assert b"generated/x86.py: edited by hand: it is not UTF-8 text" in done.stdout
+    assert planning.freshness(planning.plan(project)[-1]) == "fresh"  # the rest of the tree is untouched
