@@ -422,15 +422,14 @@ class _Templates:
 
         self.env = make_environment(templates_dir)
         self.compiled: dict[str, object] = {}
+        self.rendered: dict[tuple, str] = {}
         folder = templates_dir / "functions"
         self.names = sorted(p.name.removesuffix(".py.j2") for p in folder.glob("*.py.j2"))
 
     def parameters(self, template: str) -> list[str]:
-        from jinja2 import meta
+        from generator.rendering import _template_parameters
 
-        source = self.env.loader.get_source(self.env, f"functions/{template}.py.j2")[0]
-        found = meta.find_undeclared_variables(self.env.parse(source)) - {"name"} - set(self.env.globals)
-        return sorted(found)
+        return sorted(_template_parameters(self.env, template) - {"name"})
 
     def match(self, value, attribute: str, config):
         """(template, params) of the first candidate with equivalent code, else with the same behaviour."""
@@ -467,10 +466,13 @@ class _Templates:
                 yield template, tuple(zip(parameters, values))
 
     def _render(self, candidate) -> str:
-        from generator.rendering import render_function
+        # Each candidate is rendered for its signature, its code and its similarity: once is enough.
+        if candidate not in self.rendered:
+            from generator.rendering import render_function
 
-        template, params = candidate
-        return render_function(self.env, model.FunctionDef("_candidate", template, params))
+            template, params = candidate
+            self.rendered[candidate] = render_function(self.env, model.FunctionDef("_candidate", template, params))
+        return self.rendered[candidate]
 
     def _function(self, candidate):
         text = self._render(candidate)
