@@ -28,7 +28,7 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator import dsl, model
+from generator import dsl, factory_calls, model
 from generator.errors import (
     BuilderCallError,
     BuilderImportError,
@@ -383,8 +383,19 @@ class _CallableNamer:
             return model.FunctionDef(
                 f"_fuse_{dsl._snake_case(class_name)}", "sequential", (("fused_module", _ref(fused, label, field)),)
             )
+        reason = None
+        if factory_calls.is_made(value):
+            try:
+                return factory_calls.made_call(value, attribute, config)
+            except factory_calls.CannotName as error:
+                reason = str(error)  # a template may still name it; else this is why not
         match = self.templates.match(value, attribute, config)
         if match is None:
+            if reason is not None:
+                raise UnnamedCallableError(
+                    f"pattern {label}: cannot name {field} {_name_of(value)}: {reason}; define it, or the "
+                    "factory that makes it and each argument it is given, at module level of an importable module"
+                )
             raise UnnamedCallableError(
                 f"pattern {label}: cannot name {field} {_name_of(value)}: it is not a public torch name, "
                 "not importable by path and matches no template in templates/functions/"

@@ -47,6 +47,8 @@ class _Writer:
             return value.name
         if isinstance(value, model.FunctionDef):
             return self.function(value)
+        if isinstance(value, model.Call):
+            return self.call(value)
         if isinstance(value, tuple):
             items = [self.value(v) for v in value]
             return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
@@ -60,6 +62,15 @@ class _Writer:
         self.used.add("function")
         arguments = "".join(f", {key}={self.value(value)}" for key, value in function.params)
         return f"function({function.template!r}, {function.name!r}{arguments})"
+
+    def call(self, call: model.Call) -> str:
+        """`partial(f, ...)` for functools.partial, else `call(factory, ...)`."""
+        arguments = [self.value(v) for v in call.args] + [f"{k}={self.value(v)}" for k, v in call.keywords]
+        if call.function.path == model.PARTIAL:
+            self.used.add("partial")
+            return f"partial({', '.join(arguments)})"
+        self.used.add("call")
+        return f"call({', '.join([self.ref(call.function), *arguments])})"
 
     def observation_type(self, name: str) -> str:
         self.used.add("ObservationType")

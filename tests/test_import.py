@@ -16,6 +16,7 @@ from tests.builders import discover
 from tests.conftest import ROOT, copy_project
 
 USER_BUILDER = "tests.user_builder.get_user_backend_config"
+LEGACY_BUILDER = "tests.legacy_builder.get_legacy_backend_config"
 
 
 def run(capsys, *args):
@@ -40,7 +41,7 @@ def imported(tmp_path_factory):
     project = copy_project(tmp_path_factory.mktemp("import") / "project")
     for spec_file in (project / "spec").glob("[!_]*.py"):
         spec_file.unlink()
-    references = committed_references() + [USER_BUILDER]
+    references = committed_references() + [USER_BUILDER, LEGACY_BUILDER]
     outputs = {}
     for reference in references:
         code = cli.main(["--root", str(project), "import", target(reference)])
@@ -50,6 +51,10 @@ def imported(tmp_path_factory):
         for backend in module.backends:
             outputs[backend.reference] = (project / module.output, backend.builder)
     return project, references, outputs
+
+
+# Every test that uses `imported` runs on one xdist worker, which builds the fixture once.
+SHARES_THE_IMPORTED_PROJECT = pytest.mark.xdist_group("imported")
 
 
 def load_generated(path):
@@ -64,6 +69,7 @@ def reference_builder(reference: str):
     return getattr(importlib.import_module(module), function)
 
 
+@SHARES_THE_IMPORTED_PROJECT
 def test_every_imported_builder_regenerates_equal_to_the_builder(imported):
     _project, references, outputs = imported
     assert sorted(outputs) == sorted(set(references))
@@ -76,6 +82,7 @@ def test_every_imported_builder_regenerates_equal_to_the_builder(imported):
     assert patterns == sum(len(reference_builder(r)().configs) for r in set(references))
 
 
+@SHARES_THE_IMPORTED_PROJECT
 def test_generated_modules_never_import_torchs_builder_modules(imported):
     _project, references, outputs = imported
     builder_modules = {r.rsplit(".", 1)[0] for r in references if r.startswith("torch.")}
@@ -100,6 +107,7 @@ def dotted_names(tree):
                 yield ".".join([node.value.id, *reversed(parts)])
 
 
+@SHARES_THE_IMPORTED_PROJECT
 def test_the_user_spec_names_what_the_author_named(imported):
     project, _references, outputs = imported
     spec = (project / "spec" / "user.py").read_text()
@@ -116,6 +124,38 @@ def test_the_user_spec_names_what_the_author_named(imported):
     assert "from tests.user_builder import fuse_linear_relu" in generated
 
 
+@SHARES_THE_IMPORTED_PROJECT
+def test_factory_closures_and_partials_are_written_as_the_calls_that_make_them(imported):
+    """torch 1.13's reverse2/reverse3/reverse_sequential_wrapper2, a vendor's factories and a
+    partial: each is the call that made it, in the spec and in the generated module (proven
+    equal to the builder's closures by the comparator in the round trip above)."""
+    project, _references, outputs = imported
+    spec = (project / "spec" / "legacy.py").read_text()
+    for written in (
+        'fuser_method=call(importable("tests.legacy_builder.reverse_sequential_wrapper2"), nni.ConvReLU2d)',
+        'fuser_method=call(importable("tests.legacy_builder.reverse2"), fusers.fuse_conv_bn)',
+        'fuser_method=call(importable("tests.legacy_builder.reverse3"), fusers.fuse_conv_bn_relu)',
+        'fuser_method=call(importable("tests.legacy_builder.make_fuser"), nni.LinearReLU)',
+        'importable("tests.legacy_builder.make_checked_fuser"), nni.ConvReLU1d, qat_allowed=False',
+        'fuser_method=partial(importable("tests.legacy_builder.fuse_with"), nni.ConvReLU3d)',
+        "call(fusers._sequential_wrapper2, nni.BNReLU2d)",
+    ):
+        assert written in spec, written
+    generated = outputs[LEGACY_BUILDER][0].read_text()
+    for written in (
+        ".set_fuser_method(reverse_sequential_wrapper2(nni.ConvReLU2d))",
+        ".set_fuser_method(reverse2(fuse_conv_bn))",
+        ".set_fuser_method(reverse3(fuse_conv_bn_relu))",
+        ".set_fuser_method(make_fuser(nni.LinearReLU))",
+        ".set_fuser_method(make_checked_fuser(nni.ConvReLU1d, qat_allowed=False))",
+        ".set_fuser_method(partial(fuse_with, nni.ConvReLU3d))",
+        ".set_fuser_method(reverse2(reverse2(_sequential_wrapper2(nni.BNReLU2d))))",
+        "from functools import partial\n",
+    ):
+        assert written in generated, written
+
+
+@SHARES_THE_IMPORTED_PROJECT
 def test_torchs_functions_become_the_projects_templates(imported):
     project, _references, _outputs = imported
     texts = "".join(p.read_text() for p in (project / "spec").glob("[!_]*.py"))
@@ -173,7 +213,14 @@ def test_import_refuses_a_backend_name_another_spec_file_uses(project, capsys):
         (
             "tests.user_builder:get_unnamed_closure_backend_config",
             "error: pattern (nn.Conv2d, nn.ReLU): cannot name fuser_method "
-            "tests.user_builder.get_unnamed_closure_backend_config.<locals>.fuse_reversed: ",
+            "tests.user_builder.get_unnamed_closure_backend_config.<locals>.fuse_reversed: it is local to "
+            "get_unnamed_closure_backend_config(), which returns a BackendConfig, not a callable; define it",
+        ),
+        (
+            "tests.legacy_builder:get_local_class_backend_config",
+            "error: pattern (nn.Conv2d, nn.ReLU): cannot name fuser_method tests.legacy_builder.make_fuser.<locals>"
+            ".fuse: it holds tests.legacy_builder.get_local_class_backend_config.<locals>.LocalConvReLU, which has "
+            "no import path; define it, or the factory that makes it and each argument it is given, at module level",
         ),
     ],
 )
@@ -196,6 +243,7 @@ def spec_patterns(project, name):
     return [_canonical(c) for b in expand_module(module).backends for c in b.backend.configs]
 
 
+@SHARES_THE_IMPORTED_PROJECT
 def test_import_writes_op_groups_of_spec_common_where_they_build_the_same_patterns(imported):
     project, _references, _outputs = imported
     # The op groups reproduce torch's builders only while spec/_common.py says what torch
@@ -217,6 +265,7 @@ def test_import_writes_op_groups_of_spec_common_where_they_build_the_same_patter
         assert "fusions=False" in executorch and "functional=True" in executorch
 
 
+@SHARES_THE_IMPORTED_PROJECT
 def test_no_compact_writes_every_pattern_and_the_same_patterns(imported, tmp_path, capsys):
     from benchmarks.spec_size import code_lines
 
@@ -237,6 +286,7 @@ def test_no_compact_writes_every_pattern_and_the_same_patterns(imported, tmp_pat
     assert code_lines(compacted) * 10 < code_lines(spec)
 
 
+@SHARES_THE_IMPORTED_PROJECT
 def test_without_spec_common_or_matching_groups_import_writes_every_pattern(imported, tmp_path, capsys):
     project, _references, _outputs = imported
     bare = copy_project(tmp_path / "bare")
