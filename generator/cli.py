@@ -46,6 +46,8 @@ EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.BuilderCallError: ERROR,
     errors.NotABackendConfigError: ERROR,
     errors.UnnamedCallableError: ERROR,
+    errors.UnnamedBackendConfigError: ERROR,
+    errors.ImportedSpecRefusedError: ERROR,
     errors.SpecExistsError: ERROR,
     errors.ImportNameError: ERROR,
     errors.UnknownBackendError: ERROR,
@@ -307,12 +309,14 @@ def _stale_notice(side, fmt: str, old: str, new: str, console: Console) -> bool:
 
 
 def cmd_import(args, console: Console) -> int:
-    from generator import importing, spec_source
+    from generator import import_validation, importing, spec_source
 
     root = args.root
     name = args.name or importing.default_name(importing.split_target(args.target)[1])
     if not importing.valid_spec_name(name):
-        raise errors.ImportNameError(f"{name!r} cannot name a spec file: use a lower-case identifier (--name)")
+        raise errors.ImportNameError(
+            f"{name!r} cannot name a spec file: use a lower-case identifier that is not a Python keyword (--name)"
+        )
     path = root / "spec" / f"{name}.py"
     if path.exists() and not args.force:
         raise errors.SpecExistsError(f"{path.relative_to(root)} exists; give --force to overwrite it or --name")
@@ -323,7 +327,9 @@ def cmd_import(args, console: Console) -> int:
 
         spec = compaction.compact(spec, root)
     _refuse_a_taken_backend_name(root, path, spec.backend)
-    writing.write_if_changed(path, spec_source.spec_source(spec))
+    text = spec_source.spec_source(spec)
+    import_validation.refuse_what_regenerate_refuses(root, path, text)
+    writing.write_if_changed(path, text)
     console.say(f"{'written':9} {path.relative_to(root)}: {len(spec.backend.configs)} patterns", "green")
     console.say(f"next: {FIX_COMMAND}")
     return OK

@@ -107,6 +107,14 @@ class UnnamedCallableError(GeneratorError):
     """`import` met a callable it can neither reference, template nor import by path."""
 
 
+class UnnamedBackendConfigError(GeneratorError):
+    """The builder named by `import` returned a BackendConfig with torch's default empty name."""
+
+
+class ImportedSpecRefusedError(GeneratorError):
+    """The spec `import` would write is one regenerate refuses; nothing is written."""
+
+
 class SpecExistsError(GeneratorError):
     """`import` would overwrite an existing spec file (and --force was not given)."""
 

@@ -20,8 +20,10 @@ the comparator's code or behaviour check. What none of these names is an error.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
+import keyword
 import re
 import sys
 import types
@@ -33,6 +35,7 @@ from generator.errors import (
     BuilderCallError,
     BuilderImportError,
     NotABackendConfigError,
+    UnnamedBackendConfigError,
     UnnamedCallableError,
 )
 
@@ -89,7 +92,7 @@ def load_builder(target: str, root: Path):
         module = importlib.import_module(module_name)
     except Exception as error:  # any failure of user code must become one line
         raise BuilderImportError(f"cannot import {module_name}: {type(error).__name__}: {error}") from None
-    builder = getattr(module, function_name, None)
+    builder = _attribute(module, function_name)
     if not callable(builder):
         raise BuilderImportError(f"{module_name} has no function {function_name!r}")
     try:
@@ -103,8 +106,17 @@ def load_builder(target: str, root: Path):
     return builder, module, backend_config
 
 
+def _attribute(module, function_name: str):
+    """The builder: a module-level name, or a dotted one (`Vendor.get_config`, a staticmethod)."""
+    target = module
+    for part in function_name.split("."):
+        target = getattr(target, part, None)
+    return target
+
+
 def default_name(function_name: str) -> str:
     """get_fbgemm_backend_config -> fbgemm: the builder's own name for its backend."""
+    function_name = function_name.rsplit(".", 1)[-1]
     return function_name.removeprefix("get_").removesuffix("_backend_config").strip("_") or function_name
 
 
@@ -114,16 +126,25 @@ def default_name(function_name: str) -> str:
 
 
 def read_backend_config(name: str, target: str, builder, module, backend_config, templates_dir: Path) -> ImportedSpec:
+    if not backend_config.name:
+        raise UnnamedBackendConfigError(
+            f"{target}() returns a BackendConfig with torch's default empty name, which a spec cannot give "
+            'a backend; name it in the builder: BackendConfig("my_backend")'
+        )
     names = _GlobalNames.of(module)
     dtypes = _DTypeNamer(names)
     callables = _CallableNamer(templates_dir)
     configs = tuple(_pattern_config(c, dtypes, callables) for c in backend_config.configs)
+    # The builder is named as the target names it, whatever it is (a function, a partial,
+    # a lambda, a callable object, a staticmethod): that name is what a generated module
+    # and its equality test import.
+    function_name = split_target(target)[1]
     backend = model.Backend(
         name=backend_config.name,
-        builder=builder.__name__,
-        doc=_builder_doc(builder),
+        builder=function_name.rsplit(".", 1)[-1],
+        doc=_builder_doc(builder, function_name),
         configs=configs,
-        reference=f"{module.__name__}.{builder.__name__}",
+        reference=f"{module.__name__}.{function_name}",
     )
     return ImportedSpec(
         name=name,
@@ -135,9 +156,13 @@ def read_backend_config(name: str, target: str, builder, module, backend_config,
     )
 
 
-def _builder_doc(builder) -> str:
-    doc = (builder.__doc__ or "").strip().split("\n\n")[0]
-    return " ".join(doc.split()) or f"Return the `BackendConfig` that {builder.__name__} returns."
+def _builder_doc(builder, function_name: str) -> str:
+    while isinstance(builder, functools.partial):
+        builder = builder.func
+    # A class's or an instance's docstring describes the object, not what calling it returns.
+    own = isinstance(builder, (types.FunctionType, types.MethodType, types.BuiltinFunctionType))
+    doc = (builder.__doc__ or "").strip().split("\n\n")[0] if own else ""
+    return " ".join(doc.split()) or f"Return the `BackendConfig` that {function_name} returns."
 
 
 def _pattern_config(config, dtypes: _DTypeNamer, callables: _CallableNamer) -> model.PatternConfig:
@@ -605,5 +630,5 @@ _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
 
 
 def valid_spec_name(name: str) -> bool:
-    """A spec file name regenerate will read: a lower-case identifier not starting with `_`."""
-    return bool(_IDENTIFIER.fullmatch(name)) and not name.startswith("_")
+    """A spec file name regenerate will read: a lower-case identifier, not a keyword, not starting with `_`."""
+    return bool(_IDENTIFIER.fullmatch(name)) and not name.startswith("_") and not keyword.iskeyword(name)

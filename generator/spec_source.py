@@ -136,7 +136,7 @@ def spec_source(spec: ImportedSpec) -> str:
     body = [writer.constraints(c) for c in spec.constraints]
     body += [writer.dtype_config(dc) for dc in spec.dtype_configs]
     lists = [f"{name} = [{', '.join(members)}]" for name, members in spec.shared_lists]
-    configs = ",\n".join(writer.entry(e) for e in spec.entries or backend.configs)
+    configs = "".join(f"{writer.entry(e)},\n" for e in spec.entries or backend.configs)
     module = f"""
 MODULE = Module(
     doc={f"BackendConfig imported from {backend.reference}."!r},
@@ -147,7 +147,7 @@ MODULE = Module(
             doc={backend.doc!r},
             reference={backend.reference!r},
             configs=[
-{configs},
+{configs}
             ],
         )
     ],

@@ -12,6 +12,8 @@ import pytest
 
 from generator import cli, spec_loading
 from generator.compare import compare_backend_configs
+from generator.model import TorchRef
+from generator.resolution import load_object
 from tests.builders import discover
 from tests.conftest import ROOT, copy_project
 
@@ -217,6 +219,15 @@ def test_import_refuses_a_backend_name_another_spec_file_uses(project, capsys):
             "get_unnamed_closure_backend_config(), which returns a BackendConfig, not a callable; define it",
         ),
         (
+            "tests.user_builder:get_raising_backend_config",
+            "error: tests.user_builder:get_raising_backend_config() raised RuntimeError: this backend needs a license",
+        ),
+        (
+            "tests.user_builder:get_default_named_backend_config",
+            "error: tests.user_builder:get_default_named_backend_config() returns a BackendConfig with torch's "
+            'default empty name, which a spec cannot give a backend; name it in the builder: BackendConfig("',
+        ),
+        (
             "tests.legacy_builder:get_local_class_backend_config",
             "error: pattern (nn.Conv2d, nn.ReLU): cannot name fuser_method tests.legacy_builder.make_fuser.<locals>"
             ".fuse: it holds tests.legacy_builder.get_local_class_backend_config.<locals>.LocalConvReLU, which has "
@@ -230,6 +241,69 @@ def test_import_refuses_with_one_line_and_writes_nothing(project, capsys, given,
     code, out = run(capsys, "--root", str(project), "import", given, *name)
     assert code == 2
     assert out.startswith(message) and out.count("\n") == 1, out
+    assert sorted(p.name for p in (project / "spec").iterdir()) == before
+
+
+NOT_PLAIN_FUNCTIONS = {
+    "partial": ("tests.user_builder:get_partial_backend_config", []),
+    "lambda": ("tests.user_builder:get_lambda_backend_config", ["--name", "lambda_builder"]),
+    "staticmethod": ("tests.user_builder:Vendor.get_backend_config", []),
+    "callable object": ("tests.user_builder:get_object_backend_config", []),
+    "empty BackendConfig": ("tests.user_builder:get_empty_backend_config", []),
+}
+
+
+def test_any_builder_callable_imports_to_a_spec_that_regenerates_equal(project, capsys):
+    """Functions, partials, lambdas, staticmethods, callable objects and an empty BackendConfig."""
+    for spec_file in (project / "spec").glob("[!_]*.py"):
+        spec_file.unlink()
+    for given, options in NOT_PLAIN_FUNCTIONS.values():
+        code, out = run(capsys, "--root", str(project), "import", given, *options)
+        assert code == 0, out
+    code, out = run(capsys, "--root", str(project), "regenerate")
+    assert code == 0, out
+    written = {b.reference: (m, b) for m in spec_loading.load_modules(project) for b in m.backends}
+    assert sorted(written) == sorted(target.replace(":", ".") for target, _ in NOT_PLAIN_FUNCTIONS.values())
+    for reference, (module, backend) in written.items():
+        ours = getattr(load_generated(project / module.output), backend.builder)()
+        theirs = load_object(TorchRef(reference))()  # Vendor.get_backend_config is not a module's name
+        assert compare_backend_configs(reference, ours, theirs) == []
+    assert written["tests.user_builder.get_empty_backend_config"][1].configs == ()
+    assert written["tests.user_builder.get_lambda_backend_config"][1].builder == "get_lambda_backend_config"
+    assert written["tests.user_builder.get_partial_backend_config"][1].doc == (
+        "Return the `BackendConfig` of one of this vendor's backends."
+    )
+
+
+@pytest.mark.parametrize(
+    "given, options",
+    [
+        ("tests.user_builder:get_lambda_backend_config", []),  # the default name, lambda, is a keyword
+        ("tests.user_builder:get_partial_backend_config", ["--name", "class"]),
+    ],
+)
+def test_import_refuses_a_spec_name_that_is_a_keyword(project, capsys, given, options):
+    before = sorted(p.name for p in (project / "spec").iterdir())
+    code, out = run(capsys, "--root", str(project), "import", given, *options)
+    assert code == 2
+    assert re.fullmatch(r"error: '(lambda|class)' cannot name a spec file: use a lower-case identifier that is not "
+                        r"a Python keyword \(--name\)\n", out), out
+    assert sorted(p.name for p in (project / "spec").iterdir()) == before
+
+
+def test_import_writes_nothing_regenerate_would_refuse(project, capsys, monkeypatch):
+    """The written spec is loaded, validated and expanded first: whatever import got wrong in it
+    (here: a builder name that is a keyword) is one line, exit 2, no file."""
+    from generator import spec_source
+
+    written = spec_source.spec_source
+    monkeypatch.setattr(spec_source, "spec_source", lambda spec: written(spec).replace(
+        'builder="get_partial_backend_config"', 'builder="class"'))
+    before = sorted(p.name for p in (project / "spec").iterdir())
+    code, out = run(capsys, "--root", str(project), "import", "tests.user_builder:get_partial_backend_config")
+    assert code == 2
+    assert out.startswith("error: not written: regenerate would refuse spec/partial.py as import made it "
+                          "(spec/partial.py:") and "'class'" in out and out.count("\n") == 1, out
     assert sorted(p.name for p in (project / "spec").iterdir()) == before
 
 
