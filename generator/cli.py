@@ -309,7 +309,7 @@ def _stale_notice(side, fmt: str, old: str, new: str, console: Console) -> bool:
 
 
 def cmd_import(args, console: Console) -> int:
-    from generator import import_validation, importing, spec_source
+    from generator import import_validation, importing, round_trip, spec_source
 
     root = args.root
     name = args.name or importing.default_name(importing.split_target(args.target)[1])
@@ -321,6 +321,10 @@ def cmd_import(args, console: Console) -> int:
     if path.exists() and not args.force:
         raise errors.SpecExistsError(f"{path.relative_to(root)} exists; give --force to overwrite it or --name")
     builder, module, backend_config = importing.load_builder(args.target, root)
+    if round_trip.spec_already_builds(root, path, backend_config):
+        console.say(f"{'unchanged':9} {path.relative_to(root)}: it already builds exactly what {args.target} returns")
+        console.say(f"next: {FIX_COMMAND}")
+        return OK
     spec = importing.read_backend_config(name, args.target, builder, module, backend_config, root / "templates")
     if not args.no_compact:
         from generator import compaction

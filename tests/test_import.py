@@ -4,9 +4,11 @@ to the builder by the comparator; and the refusals, each one line, exit 2, nothi
 """
 
 import ast
+import contextlib
 import importlib
 import importlib.util
 import re
+import sys
 
 import pytest
 
@@ -305,6 +307,61 @@ def test_import_writes_nothing_regenerate_would_refuse(project, capsys, monkeypa
     assert out.startswith("error: not written: regenerate would refuse spec/partial.py as import made it "
                           "(spec/partial.py:") and "'class'" in out and out.count("\n") == 1, out
     assert sorted(p.name for p in (project / "spec").iterdir()) == before
+
+
+@contextlib.contextmanager
+def generated_package_of(project):
+    """`generated` imported from this project, as in a fresh interpreter started there."""
+    saved = {n: m for n, m in sys.modules.items() if n == "generated" or n.startswith("generated.")}
+    for name in saved:
+        del sys.modules[name]
+    sys.path.insert(0, str(project))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(project))
+        for name in [n for n in sys.modules if n == "generated" or n.startswith("generated.")]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
+def outputs_of(project):
+    files = [*(project / "generated").glob("*.py"), project / "docs" / "support-matrix.md", *project.glob("spec/*.py")]
+    return {str(p.relative_to(project)): p.read_bytes() for p in files}
+
+
+def test_import_force_of_every_generated_builder_round_trips_byte_identical(tmp_path, capsys):
+    """Every committed spec and the tutorial's: `import --force` of the generated builder over
+    its own spec, then regenerate, leaves spec/, generated/ and the matrix byte-identical."""
+    from tests.test_tutorial_backend import lay_over
+
+    project = copy_project(tmp_path / "project")
+    lay_over(project)
+    assert run(capsys, "--root", str(project), "regenerate")[0] == 0
+    before = outputs_of(project)
+    imported = []
+    with generated_package_of(project):
+        for module in spec_loading.load_modules(project):
+            for backend in module.backends:
+                given = f"generated.{module.name}:{backend.builder}"
+                stem = module.spec_file.removeprefix("spec/").removesuffix(".py")
+                code, out = run(capsys, "--root", str(project), "import", given, "--force", "--name", stem)
+                assert code == 0, out
+                assert out.startswith(f"unchanged {module.spec_file}: it already builds exactly what {given}"), out
+                imported.append(given)
+    assert "generated.my_backend:get_my_backend_config" in imported and len(imported) >= 10
+    code, out = run(capsys, "--root", str(project), "regenerate")
+    assert code == 0, out
+    assert outputs_of(project) == before
+
+
+def test_import_force_of_a_builder_that_returns_something_else_writes_a_new_spec(project, capsys):
+    before = (project / "spec" / "fbgemm.py").read_text()
+    given = "tests.user_builder:get_fbgemm_with_another_relu_backend_config"
+    code, out = run(capsys, "--root", str(project), "import", given, "--force", "--name", "fbgemm")
+    assert code == 0, out
+    assert out.startswith("written   spec/fbgemm.py: ")
+    assert (project / "spec" / "fbgemm.py").read_text() != before
 
 
 def spec_patterns(project, name):

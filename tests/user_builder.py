@@ -127,3 +127,11 @@ def get_empty_backend_config():
 def get_default_named_backend_config():
     """torch's BackendConfig() has the empty name, which no spec can give a backend."""
     return make_backend_config(BackendConfig().name)
+
+
+def get_fbgemm_with_another_relu_backend_config():
+    """torch's fbgemm builder with one pattern changed: not what spec/fbgemm.py builds."""
+    from torch.ao.quantization.backend_config import get_fbgemm_backend_config
+
+    relu = BackendPatternConfig(nn.ReLU).set_dtype_configs([user_default_dtype_config])
+    return get_fbgemm_backend_config().set_backend_pattern_config(relu)
