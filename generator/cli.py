@@ -321,11 +321,13 @@ def cmd_import(args, console: Console) -> int:
     if path.exists() and not args.force:
         raise errors.SpecExistsError(f"{path.relative_to(root)} exists; give --force to overwrite it or --name")
     builder, module, backend_config = importing.load_builder(args.target, root)
-    if round_trip.spec_already_builds(root, path, backend_config):
+    existing = round_trip.existing_spec(root, path)
+    if round_trip.spec_already_builds(root, existing, backend_config):
         console.say(f"{'unchanged':9} {path.relative_to(root)}: it already builds exactly what {args.target} returns")
         console.say(f"next: {FIX_COMMAND}")
         return OK
     spec = importing.read_backend_config(name, args.target, builder, module, backend_config, root / "templates")
+    spec = round_trip.recover(spec, existing)
     if not args.no_compact:
         from generator import compaction
 

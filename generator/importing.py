@@ -65,6 +65,7 @@ class ImportedSpec:
     # What the spec lists in the backend's configs: its patterns, or (compacted) op-group
     # calls of spec/_common.py among them (`compaction.GroupCall`); empty means the patterns.
     entries: tuple = ()
+    module_doc: str = ""  # the replaced spec's, when `round_trip.recover` found one
 
 
 # ---------------------------------------------------------------------------

@@ -109,6 +109,8 @@ class _Writer:
         for field in _MODULE_FIELDS + _CALLABLE_FIELDS:
             if getattr(config, field) is not None:
                 arguments.append(f"{field}={self.value(getattr(config, field))}")
+        if config.section:
+            arguments.append(f"section={config.section!r}")
         if config.num_tensor_args_to_observation_type:
             items = ", ".join(f"{n}: {self.observation_type(t)}" for n, t in config.num_tensor_args_to_observation_type)
             arguments.append(f"num_tensor_args_to_observation_type={{{items}}}")
@@ -139,7 +141,7 @@ def spec_source(spec: ImportedSpec) -> str:
     configs = "".join(f"{writer.entry(e)},\n" for e in spec.entries or backend.configs)
     module = f"""
 MODULE = Module(
-    doc={f"BackendConfig imported from {backend.reference}."!r},
+    doc={spec.module_doc or f"BackendConfig imported from {backend.reference}."!r},
     backends=[
         Backend(
             name={backend.name!r},

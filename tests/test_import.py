@@ -5,6 +5,7 @@ to the builder by the comparator; and the refusals, each one line, exit 2, nothi
 
 import ast
 import contextlib
+import difflib
 import importlib
 import importlib.util
 import re
@@ -355,13 +356,39 @@ def test_import_force_of_every_generated_builder_round_trips_byte_identical(tmp_
     assert outputs_of(project) == before
 
 
-def test_import_force_of_a_builder_that_returns_something_else_writes_a_new_spec(project, capsys):
-    before = (project / "spec" / "fbgemm.py").read_text()
+def changed_lines(old: str, new: str) -> tuple[list[str], list[str]]:
+    """(removed, added) lines of a diff."""
+    diff = list(difflib.ndiff(old.splitlines(), new.splitlines()))
+    return [line[2:] for line in diff if line.startswith("- ")], [line[2:] for line in diff if line.startswith("+ ")]
+
+
+def test_import_force_of_a_builder_that_returns_something_else_keeps_what_the_spec_said(project, capsys):
+    """One pattern changed: a new spec is written, and the generated module and the matrix change
+    by that pattern alone: builder name, docstrings, sections, dtype-config names, their order and
+    spelling (`torch.float`) come from the spec it replaces."""
+    before = {p: (project / p).read_text() for p in ("spec/fbgemm.py", "generated/fbgemm.py", "docs/support-matrix.md")}
     given = "tests.user_builder:get_fbgemm_with_another_relu_backend_config"
     code, out = run(capsys, "--root", str(project), "import", given, "--force", "--name", "fbgemm")
     assert code == 0, out
     assert out.startswith("written   spec/fbgemm.py: ")
-    assert (project / "spec" / "fbgemm.py").read_text() != before
+    assert (project / "spec" / "fbgemm.py").read_text() != before["spec/fbgemm.py"]
+    assert run(capsys, "--root", str(project), "regenerate")[0] == 0
+    generated = (project / "generated" / "fbgemm.py").read_text()
+    removed, added = changed_lines(before["generated/fbgemm.py"], generated)
+    assert removed == ["            BackendPatternConfig(nn.ReLU)",
+                       "            .set_observation_type(ObservationType.OUTPUT_SHARE_OBSERVER_WITH_INPUT)",
+                       "            .set_dtype_configs([fbgemm_default_op_quint8_dtype_config]),"]  # fmt: skip
+    # what is added is the new pattern's dtype config, its constraints and the pattern
+    new = ("user_default_dtype_config", "act_quint8_scale_min_2_neg_12", "BackendPatternConfig(nn.ReLU)",
+           "dtype=torch.quint8", "scale_min_lower_bound=0.000244140625")  # fmt: skip
+    assert all(line.strip(" (),") == "" or any(word in line for word in new) for line in added), added
+    assert len(added) <= 16, added
+    removed, added = changed_lines(before["docs/support-matrix.md"], (project / "docs/support-matrix.md").read_text())
+    assert [line.split(" | ")[0] for line in removed] == ["| ◐ `nn.ReLU`"]
+    assert [line.split(" | ")[0] for line in added] == ["| ◐ `nn.ReLU`", "| `user_default_dtype_config`"]
+    ours = load_generated(project / "generated" / "fbgemm.py").get_fbgemm_backend_config()
+    theirs = load_object(TorchRef(given.replace(":", ".")))()
+    assert compare_backend_configs(given, ours, theirs) == []
 
 
 def spec_patterns(project, name):
