@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import sys
 import types
 
@@ -106,6 +107,8 @@ def _argument(value, depth: int):
     """A factory argument as the spec writes it; CannotName if it has no name."""
     from generator.importing import object_path
 
+    if isinstance(value, float) and not math.isfinite(value):
+        raise CannotName(f"it holds {value!r}, which Python source cannot spell as a literal")
     if isinstance(value, _PLAIN):
         return value
     if type(value) is tuple:
