@@ -86,7 +86,7 @@ class _Writer:
             return self.config(entry)
         self.common.add(entry.function)
         arguments = [f"{key}=" * (key is not None) + self.argument(value) for key, value in entry.arguments]
-        return f"{entry.function}({', '.join(arguments)})"
+        return ",\n".join([f"{entry.function}({', '.join(arguments)})", *(self.config(c) for c in entry.overrides)])
 
     def argument(self, value) -> str:
         if isinstance(value, tuple) and value and isinstance(value[0], model.DTypeConfig):
@@ -111,6 +111,8 @@ class _Writer:
                 arguments.append(f"{field}={self.value(getattr(config, field))}")
         if config.section:
             arguments.append(f"section={config.section!r}")
+        if config.overrides:
+            arguments.append(f"overrides={config.overrides!r}")
         if config.num_tensor_args_to_observation_type:
             items = ", ".join(f"{n}: {self.observation_type(t)}" for n, t in config.num_tensor_args_to_observation_type)
             arguments.append(f"num_tensor_args_to_observation_type={{{items}}}")
