@@ -48,6 +48,7 @@ EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.UnnamedCallableError: ERROR,
     errors.UnnamedBackendConfigError: ERROR,
     errors.ImportedSpecRefusedError: ERROR,
+    errors.ImportWouldDropError: ERROR,
     errors.SpecExistsError: ERROR,
     errors.ImportNameError: ERROR,
     errors.UnknownBackendError: ERROR,
@@ -326,6 +327,7 @@ def cmd_import(args, console: Console) -> int:
         console.say(f"{'unchanged':9} {path.relative_to(root)}: it already builds exactly what {args.target} returns")
         console.say(f"next: {FIX_COMMAND}")
         return OK
+    round_trip.refuse_to_drop_backends(existing, backend_config)
     spec = importing.read_backend_config(name, args.target, builder, module, backend_config, root / "templates")
     spec = round_trip.recover(spec, existing)
     if not args.no_compact:

@@ -115,6 +115,10 @@ class ImportedSpecRefusedError(GeneratorError):
     """The spec `import` would write is one regenerate refuses; nothing is written."""
 
 
+class ImportWouldDropError(GeneratorError):
+    """`import --force` would replace a spec file that declares other backends too."""
+
+
 class SpecExistsError(GeneratorError):
     """`import` would overwrite an existing spec file (and --force was not given)."""
 

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from generator import model
-from generator.errors import GeneratorError
+from generator.errors import GeneratorError, ImportWouldDropError
 from generator.model import ModuleSpec
 
 
@@ -66,6 +66,19 @@ def _builds(text: str, builder: str, backend_config, spec_file: str) -> bool:
 # ---------------------------------------------------------------------------
 # A builder that returns something else: what the replaced spec still tells
 # ---------------------------------------------------------------------------
+
+
+def refuse_to_drop_backends(module: ModuleSpec | None, backend_config) -> None:
+    """`import` writes a spec of one backend: replacing a file that declares several would drop
+    the others (replacing a file's one backend is what --force asks for)."""
+    if module is not None and len(module.backends) > 1:
+        others = [b for b in module.backends if b.name != backend_config.name]
+        names = ", ".join(repr(b.label) for b in others)
+        raise ImportWouldDropError(
+            f"{module.spec_file} also declares {names}, which import (one backend per file) would drop; "
+            f"move {'it' if len(others) == 1 else 'them'} to a spec file of {'its' if len(others) == 1 else 'their'} "
+            f"own first, or edit {module.spec_file} by hand"
+        )
 
 
 def recover(spec, module: ModuleSpec | None):

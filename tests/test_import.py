@@ -394,6 +394,26 @@ def test_import_force_of_a_builder_that_returns_something_else_keeps_what_the_sp
     assert compare_backend_configs(given, ours, theirs) == []
 
 
+def test_import_force_refuses_to_drop_the_other_backends_of_a_spec_file(project, capsys):
+    """A spec file may declare several backends; import writes one, so replacing it would drop the rest."""
+    spec_file = project / "spec" / "fbgemm.py"
+    source = spec_file.read_text()
+    assert source.count("        Backend(\n") == 1
+    second = source[source.index("        Backend(\n") : source.index("    ],\n)")]
+    second = second.replace('name="fbgemm"', 'name="fbgemm_twin"')
+    second = second.replace('builder="get_fbgemm_backend_config"', 'builder="get_fbgemm_twin_backend_config"')
+    spec_file.write_text(source.replace("        )\n    ],\n)", "        ),\n" + second + "    ],\n)"))
+    code, out = run(capsys, "--root", str(project), "regenerate")
+    assert code == 0, out
+    before = spec_file.read_text()
+    given = "tests.user_builder:get_fbgemm_with_another_relu_backend_config"
+    code, out = run(capsys, "--root", str(project), "import", given, "--force", "--name", "fbgemm")
+    assert code == 2
+    assert out == ("error: spec/fbgemm.py also declares 'fbgemm_twin', which import (one backend per file) would "
+                   "drop; move it to a spec file of its own first, or edit spec/fbgemm.py by hand\n")
+    assert spec_file.read_text() == before
+
+
 def spec_patterns(project, name):
     """The patterns spec/<name>.py expands to, dtype configs by content (the expansion
     names fixed-qparams copies itself), in builder order."""

@@ -135,3 +135,11 @@ def get_fbgemm_with_another_relu_backend_config():
 
     relu = BackendPatternConfig(nn.ReLU).set_dtype_configs([user_default_dtype_config])
     return get_fbgemm_backend_config().set_backend_pattern_config(relu)
+
+
+def get_native_with_another_relu_backend_config():
+    """torch's native builder with one pattern changed: spec/native.py declares a second backend."""
+    from torch.ao.quantization.backend_config import get_native_backend_config
+
+    relu = BackendPatternConfig(nn.ReLU).set_dtype_configs([user_default_dtype_config])
+    return get_native_backend_config().set_backend_pattern_config(relu)
