@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import itertools
 import keyword
 import re
@@ -43,6 +44,15 @@ from generator.errors import (
 TORCH_BUILDERS_PACKAGE = "torch.ao.quantization.backend_config"
 # A dtype-config list used by at least this many patterns gets a name of its own.
 SHARED_LIST_MIN_USES = 2
+# torch dtypes with two names: the spec spells each as the builder's source mostly does.
+DTYPE_ALIASES = {
+    "torch.float32": "torch.float",
+    "torch.float64": "torch.double",
+    "torch.float16": "torch.half",
+    "torch.int32": "torch.int",
+    "torch.int64": "torch.long",
+    "torch.int16": "torch.short",
+}
 # Values of template parameters that are not torch objects, by parameter name.
 SCALAR_CHOICES = {"side": ("left", "right"), "with_bn": (False, True), "relu": (False, True)}
 _CALLABLE_FIELDS = (
@@ -245,8 +255,9 @@ def _name_of(value) -> str:
 class _GlobalNames:
     """Module-level names of the builder's module and of the modules it imports from."""
 
-    def __init__(self, bindings: list[tuple[str, object]]):
+    def __init__(self, bindings: list[tuple[str, object]], modules: list | None = None):
         self.bindings = bindings
+        self.modules = modules or []
 
     @classmethod
     def of(cls, module) -> _GlobalNames:
@@ -256,7 +267,26 @@ class _GlobalNames:
             if isinstance(source, types.ModuleType) and source not in modules and _is_plain_module(source):
                 modules.append(source)
         bindings = [(n, v) for m in modules for n, v in vars(m).items() if not n.startswith("__")]
-        return cls(bindings)
+        return cls(bindings, modules)
+
+    def dtype_spellings(self) -> dict[str, str]:
+        """Public dtype path -> the other name of that dtype (`torch.float32` -> `torch.float`), where
+        the builder's module and the modules its dtype configs are bound in use that name more."""
+        from torch.ao.quantization.backend_config import DTypeConfig, DTypeWithConstraints
+
+        texts = []
+        for index, module in enumerate(self.modules):
+            if index == 0 or any(isinstance(v, (DTypeConfig, DTypeWithConstraints)) for v in vars(module).values()):
+                try:
+                    texts.append(inspect.getsource(module))
+                except (OSError, TypeError):  # no source (a C extension, a module built at run time)
+                    pass
+        text = "\n".join(texts)
+        return {
+            public: other
+            for public, other in DTYPE_ALIASES.items()
+            if len(re.findall(rf"\b{re.escape(other)}\b", text)) > len(re.findall(rf"\b{re.escape(public)}\b", text))
+        }
 
     def by_identity(self, value) -> str | None:
         return next((n for n, v in self.bindings if v is value), None)
@@ -292,6 +322,7 @@ class _DTypeNamer:
 
     def __init__(self, names: _GlobalNames):
         self.names = names
+        self.spellings = names.dtype_spellings()
         self.configs: dict[tuple, model.DTypeConfig] = {}
         self.constraints: dict[tuple, model.DTypeWithConstraints] = {}
         self.taken: set[str] = set()
@@ -300,7 +331,7 @@ class _DTypeNamer:
         key = _dtype_config_key(dtype_config)
         if key not in self.configs:
             sides = {s: self._dtype(getattr(dtype_config, f"{s}_with_constraints")) for s in _SIDES}
-            bias = None if dtype_config.bias_dtype is None else model.TorchRef(object_path(dtype_config.bias_dtype))
+            bias = None if dtype_config.bias_dtype is None else self._spelt(dtype_config.bias_dtype)
             name = self._unique(
                 self.names.by_identity(dtype_config)
                 or self.names.by_content(dtype_config, _dtype_config_key)
@@ -310,7 +341,7 @@ class _DTypeNamer:
         return self.configs[key]
 
     def _dtype(self, constraints):
-        dtype = None if constraints.dtype is None else model.TorchRef(object_path(constraints.dtype))
+        dtype = None if constraints.dtype is None else self._spelt(constraints.dtype)
         bounds = {f: getattr(constraints, f) for f in _CONSTRAINT_FIELDS[1:] if getattr(constraints, f) is not None}
         if not bounds:
             return dtype
@@ -320,6 +351,10 @@ class _DTypeNamer:
             name = self._unique(found or f"{_short(dtype)}_with_constraints")
             self.constraints[key] = model.DTypeWithConstraints(name, dtype, **bounds)
         return self.constraints[key]
+
+    def _spelt(self, dtype) -> model.TorchRef:
+        path = object_path(dtype)
+        return model.TorchRef(self.spellings.get(path, path))
 
     def _unique(self, name: str) -> str:
         candidate, number = name, 2

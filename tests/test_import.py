@@ -119,6 +119,8 @@ def test_the_user_spec_names_what_the_author_named(imported):
     # constants named after the builder module's globals, constraints included
     assert "user_weighted_dtype_config = DTypeConfig(" in spec
     assert "act_quint8_scale_min_2_neg_12 = DTypeWithConstraints(" in spec
+    # dtypes spelt as the author spelt them (torch.float, not torch.float32)
+    assert re.search(r"bias_dtype=torch\.float\b", spec) and "torch.float32" not in spec
     # the author's own fuser is imported, torch's closure is sequential(...)
     assert 'fuser_method=importable("tests.user_builder.fuse_linear_relu")' in spec
     assert "fuser_method=sequential(nni.ConvReLU2d)" in spec
