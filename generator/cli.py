@@ -46,6 +46,9 @@ EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.BuilderCallError: ERROR,
     errors.NotABackendConfigError: ERROR,
     errors.UnnamedCallableError: ERROR,
+    errors.UnnamedBackendConfigError: ERROR,
+    errors.ImportedSpecRefusedError: ERROR,
+    errors.ImportWouldDropError: ERROR,
     errors.SpecExistsError: ERROR,
     errors.ImportNameError: ERROR,
     errors.UnknownBackendError: ERROR,
@@ -423,29 +426,44 @@ def _stale_notice(side, fmt: str, old: str, new: str, console: Console) -> bool:
 
 
 def cmd_import(args, console: Console) -> int:
-    from generator import importing, spec_source
+    from generator import import_validation, importing, round_trip, spec_source
 
     root = args.root
     name = args.name or importing.default_name(importing.split_target(args.target)[1])
     if not importing.valid_spec_name(name):
-        raise errors.ImportNameError(f"{name!r} cannot name a spec file: use a lower-case identifier (--name)")
+        raise errors.ImportNameError(
+            f"{name!r} cannot name a spec file: use a lower-case identifier that is not a Python keyword (--name)"
+        )
     path = root / "spec" / f"{name}.py"
     if path.exists() and not args.force:
         raise errors.SpecExistsError(f"{path.relative_to(root)} exists; give --force to overwrite it or --name")
     with progress.Progress("import") as shown:
         shown.step(f"calling {args.target}")
         builder, module, backend_config = importing.load_builder(args.target, root)
-        shown.step(f"reading {len(backend_config.configs)} pattern configs")
-        templates = root / "templates"
-        spec = importing.read_backend_config(name, args.target, builder, module, backend_config, templates)
-        if not args.no_compact:
-            from generator import compaction
+        shown.step("comparing with the existing spec")
+        existing = round_trip.existing_spec(root, path)
+        if round_trip.spec_already_builds(root, existing, backend_config):
+            unchanged = True
+        else:
+            unchanged = False
+            round_trip.refuse_to_drop_backends(existing, backend_config)
+            shown.step(f"reading {len(backend_config.configs)} pattern configs")
+            spec = importing.read_backend_config(name, args.target, builder, module, backend_config, root / "templates")
+            spec = round_trip.recover(spec, existing)
+            if not args.no_compact:
+                from generator import compaction
 
-            shown.step(f"compacting {len(spec.backend.configs)} patterns with spec/_common.py's op groups")
-            spec = compaction.compact(spec, root)
-        shown.step("checking the backend's name against spec/")
-        _refuse_a_taken_backend_name(root, path, spec.backend)
-    writing.write_if_changed(path, spec_source.spec_source(spec))
+                shown.step(f"compacting {len(spec.backend.configs)} patterns with spec/_common.py's op groups")
+                spec = compaction.compact(spec, root)
+            shown.step("checking the spec regenerates")
+            _refuse_a_taken_backend_name(root, path, spec.backend)
+            text = spec_source.spec_source(spec)
+            import_validation.refuse_what_regenerate_refuses(root, path, text)
+    if unchanged:
+        console.say(f"{'unchanged':9} {path.relative_to(root)}: it already builds exactly what {args.target} returns")
+        console.say(f"next: {FIX_COMMAND}")
+        return OK
+    writing.write_if_changed(path, text)
     console.say(f"{'written':9} {path.relative_to(root)}: {len(spec.backend.configs)} patterns", "green")
     console.say(f"next: {FIX_COMMAND}")
     return OK

@@ -60,6 +60,11 @@ class GroupCall:
     function: str
     arguments: tuple[tuple[str | None, object], ...]
     configs: tuple[model.PatternConfig, ...]
+    # What the call builds, canonical; and the imported patterns the spec writes after it
+    # because the builder registers them with other settings (torch keeps the first
+    # position and the last content, so a later config(..., overrides=...) replaces them).
+    built: tuple[model.PatternConfig, ...] = ()
+    overrides: tuple[model.PatternConfig, ...] = ()
 
 
 def compact(spec: ImportedSpec, root: Path) -> ImportedSpec:
@@ -70,8 +75,10 @@ def compact(spec: ImportedSpec, root: Path) -> ImportedSpec:
     configs = spec.backend.configs
     canonical = tuple(_canonical(c) for c in configs)
     candidates = _candidates(common, _dtype_lists(configs))
-    entries = _greedy(configs, canonical, candidates)
-    entries = _layout(common, entries)
+    entries = _layout(common, _greedy(configs, canonical, candidates, near_misses=True))
+    if not _builds(entries, canonical):
+        # Overrides can meet in ways the run-by-run match does not see: exact runs only.
+        entries = _layout(common, _greedy(configs, canonical, candidates, near_misses=False))
     if all(isinstance(e, model.PatternConfig) for e in entries):
         return spec
     return _with_entries(spec, tuple(entries))
@@ -157,23 +164,65 @@ def _unnamed(dtype):
     return replace(dtype, name=None) if isinstance(dtype, model.DTypeWithConstraints) else dtype
 
 
-def _greedy(configs, canonical, candidates) -> list:
-    """Builder order; at each pattern the longest group call that equals the run starting there."""
+def _greedy(configs, canonical, candidates, near_misses: bool) -> list:
+    """Builder order; at each pattern the longest group call that equals the run starting there,
+    else (with `near_misses`) the longest that registers the same patterns in the same order
+    and differs in the settings of a few, which the spec then overrides."""
+    by_key: dict[object, list[GroupCall]] = {}
+    for calls in candidates.values():
+        for call in calls:
+            by_key.setdefault(call.configs[0].key, []).append(call)
     entries, index = [], 0
     while index < len(configs):
-        best = None
+        best, differing = None, ()
         for call in candidates.get(canonical[index], ()):
             size = len(call.configs)
             if canonical[index : index + size] == call.configs and (best is None or size > len(best.configs)):
                 best = call
+        for call in by_key.get(canonical[index].key, ()) if best is None and near_misses else ():
+            found = _near_miss(call, canonical[index : index + len(call.configs)])
+            if found is not None and (best is None or len(call.configs) > len(best.configs)):
+                best, differing = call, found
         if best is None:
             entries.append(configs[index])
             index += 1
-        else:
-            size = len(best.configs)
-            entries.append(replace(best, configs=configs[index : index + size]))
-            index += size
+            continue
+        size = len(best.configs)
+        overrides = tuple(_overriding(configs[index + j], best.configs[j], best.function) for j in differing)
+        entries.append(replace(best, configs=configs[index : index + size], built=best.configs, overrides=overrides))
+        index += size
     return entries
+
+
+# At most this share of a group's patterns may be overridden for the call to stand for them.
+NEAR_MISS_SHARE = 4
+
+
+def _near_miss(call: GroupCall, run) -> tuple[int, ...] | None:
+    """Indices of the patterns whose settings differ, if `run` has the call's patterns in its order."""
+    if len(run) != len(call.configs) or [c.key for c in run] != [c.key for c in call.configs]:
+        return None
+    differing = tuple(j for j, (ours, built) in enumerate(zip(run, call.configs)) if ours != built)
+    return differing if 0 < len(differing) <= max(1, len(run) // NEAR_MISS_SHARE) else None
+
+
+def _overriding(config: model.PatternConfig, built: model.PatternConfig, function: str) -> model.PatternConfig:
+    reason = f"the builder sets it otherwise than {function}(...)"
+    return replace(config, section=config.section or built.section, overrides=reason)
+
+
+def _builds(entries: list, canonical: tuple) -> bool:
+    """Whether the entries, run through the DSL and the expansion, give exactly these patterns."""
+    from generator.expansion import expand_backend
+
+    configs = []
+    for entry in entries:
+        configs += list(entry.built) + list(entry.overrides) if isinstance(entry, GroupCall) else [entry]
+    try:
+        backend = model.Backend(name="entries", builder="entries", doc="", configs=tuple(configs))
+        return tuple(_canonical(c) for c in expand_backend(backend).backend.configs) == canonical
+    except Exception:  # an expansion error means these entries do not stand for the patterns
+        return False
 
 
 def _layout(common, entries: list) -> list:
@@ -188,10 +237,14 @@ def _layout(common, entries: list) -> list:
             if found is None:
                 continue
             arguments, stop = found
-            covered = tuple(c for e in entries[start:stop] for c in _patterns(e))
+            members = entries[start:stop]
+            covered = tuple(c for e in members for c in _patterns(e))
+            as_built = tuple(c for e in members for c in _built(e))
             built = _expand(function, arguments)
-            if built is not None and tuple(_canonical(c) for c in built) == tuple(_canonical(c) for c in covered):
-                return entries[:start] + [GroupCall(LAYOUT, arguments, covered)] + _layout(common, entries[stop:])
+            if built is not None and tuple(_canonical(c) for c in built) == as_built:
+                overrides = tuple(o for e in members if isinstance(e, GroupCall) for o in e.overrides)
+                layout = GroupCall(LAYOUT, arguments, covered, as_built, overrides)
+                return entries[:start] + [layout] + _layout(common, entries[stop:])
     return entries
 
 
@@ -224,6 +277,11 @@ def _patterns(entry) -> tuple[model.PatternConfig, ...]:
     return entry.configs if isinstance(entry, GroupCall) else (entry,)
 
 
+def _built(entry) -> tuple[model.PatternConfig, ...]:
+    """What an entry builds, canonical: a group call its own patterns, before its overrides."""
+    return entry.built if isinstance(entry, GroupCall) else (_canonical(entry),)
+
+
 # ---------------------------------------------------------------------------
 # The compacted spec
 # ---------------------------------------------------------------------------
@@ -250,6 +308,7 @@ def _explicit(entries):
             for _, value in entry.arguments:
                 if isinstance(value, tuple) and value and isinstance(value[0], model.PatternConfig):
                     yield from value
+            yield from entry.overrides
 
 
 def _is_dtype_list(value) -> bool:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import difflib
+import functools
 import itertools
 import types
 import warnings
@@ -416,9 +417,14 @@ def _equivalent_functions(a: Any, b: Any, depth: int) -> bool:
     """Same code, defaults, referenced globals and closure contents."""
     if a is b:
         return True
-    if not (isinstance(a, types.FunctionType) and isinstance(b, types.FunctionType)):
-        return False
     if depth > _MAX_CLOSURE_DEPTH:
+        return False
+    if type(a) is functools.partial and type(b) is functools.partial:
+        # A partial is its function and its bound arguments (functions among them by code).
+        return _same_closure_value((a.func, a.args), (b.func, b.args), depth) and _same_closure_value(
+            tuple(a.keywords.items()), tuple(b.keywords.items()), depth
+        )
+    if not (isinstance(a, types.FunctionType) and isinstance(b, types.FunctionType)):
         return False
     return (
         _equivalent_code(a.__code__, b.__code__)
@@ -475,7 +481,7 @@ def _same_closure_value(a: Any, b: Any, depth: int) -> bool:
         return len(a) == len(b) and all(
             _same_closure_value(x, y, depth) for x, y in zip(a, b)
         )
-    if isinstance(a, types.FunctionType):
+    if isinstance(a, (types.FunctionType, functools.partial)):
         return _equivalent_functions(a, b, depth + 1)
     return _same(a, b)
 

@@ -35,6 +35,7 @@ __all__ = [
     "Module",
     "ObservationType",
     "added",
+    "call",
     "changed",
     "config",
     "fixed_qparams",
@@ -47,6 +48,7 @@ __all__ = [
     "nnqat",
     "nnqr",
     "operator",
+    "partial",
     "product",
     "removed",
     "sequential",
@@ -203,6 +205,8 @@ def describe(value) -> str:
         return "a config(...)"
     if isinstance(value, model.FunctionDef):
         return f"the function {value.name}"
+    if isinstance(value, model.Call):
+        return f"the call {_spelling(value.function.path)}(...)"
     if isinstance(value, list):
         return f"[{', '.join(describe(v) for v in value)}]"
     if isinstance(value, tuple):
@@ -659,12 +663,13 @@ def _reason(value, location) -> str | None:
 
 
 def _to_callable(value, what: str):
-    if value is None or isinstance(value, model.FunctionDef):
+    if value is None or isinstance(value, (model.FunctionDef, model.Call)):
         return value
     if isinstance(value, Ref):
         return value.to_model()
     raise SpecFieldError(
-        f"{what} must be a function: a torch name such as fusers.fuse_conv_bn, sequential(...) or function(...), "
+        f"{what} must be a function: a torch name such as fusers.fuse_conv_bn, sequential(...), function(...), "
+        "call(...) or partial(...), "
         f"not {describe(value)}",
         blame(value),
     )
@@ -688,6 +693,36 @@ def _param(key: str, value):
         return value
     message = f"function() parameter {key}= must be a torch name, a pattern, a number, a string, True, False or None, "
     raise SpecFieldError(message + f"not {describe(value)}", blame(value))
+
+
+def call(factory: Ref, *args, **keywords) -> model.Call:
+    """The callable `factory(*args, **keywords)` returns, e.g. a fuser made by a factory:
+    `call(importable("my_backend.fusers.make_fuser"), nni.ConvReLU2d)`. The generated module
+    writes the same call; arguments are torch names, plain constants, tuples and other calls."""
+    location = spec_location()
+    if not isinstance(factory, Ref):
+        example = 'importable("my_backend.fusers.make_fuser")'
+        raise SpecFieldError(f"call()'s factory must be a name such as {example}, not {describe(factory)}", location)
+    function = factory.to_model()
+    converted = tuple(_call_argument(value, "call()") for value in args)
+    named = tuple((key, _call_argument(value, f"call() argument {key}=")) for key, value in keywords.items())
+    return model.Call(function, converted, named, location)
+
+
+def partial(function: Ref, *args, **keywords) -> model.Call:
+    """`functools.partial(function, *args, **keywords)`, written as that call in the generated module."""
+    return call(Ref(model.PARTIAL, spec_location()), function, *args, **keywords)
+
+
+def _call_argument(value, what: str):
+    if isinstance(value, Ref):
+        return value.to_model()
+    if isinstance(value, (tuple, list)):
+        return tuple(_call_argument(v, what) for v in value)
+    if value is None or isinstance(value, (bool, int, float, str, model.Call)):
+        return value
+    message = f"{what} arguments must be torch names, numbers, strings, True, False, None, tuples or call(...)"
+    raise SpecFieldError(f"{message}, not {describe(value)}", spec_location())
 
 
 @spec_function

@@ -107,6 +107,18 @@ class UnnamedCallableError(GeneratorError):
     """`import` met a callable it can neither reference, template nor import by path."""
 
 
+class UnnamedBackendConfigError(GeneratorError):
+    """The builder named by `import` returned a BackendConfig with torch's default empty name."""
+
+
+class ImportedSpecRefusedError(GeneratorError):
+    """The spec `import` would write is one regenerate refuses; nothing is written."""
+
+
+class ImportWouldDropError(GeneratorError):
+    """`import --force` would replace a spec file that declares other backends too."""
+
+
 class SpecExistsError(GeneratorError):
     """`import` would overwrite an existing spec file (and --force was not given)."""
 

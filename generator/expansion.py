@@ -126,7 +126,9 @@ def _check_builder_names(module: ExpandedModule) -> None:
 
 
 def expand_backend(backend: Backend) -> ExpandedBackend:
-    if not backend.configs:
+    if not backend.configs and not backend.reference:
+        # An empty backend is a forgotten configs list, unless it mirrors a builder that
+        # returns no patterns (an imported empty BackendConfig): the equality proof covers that.
         raise EmptyBackendError(f"backend {backend.name!r} has no patterns", backend.location)
     configs = [_derive_dtype_configs(c) for c in backend.configs]
     unique, overridden, overrides = deduplicate(backend.name, configs)

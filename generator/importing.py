@@ -20,19 +20,23 @@ the comparator's code or behaviour check. What none of these names is an error.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import itertools
+import keyword
 import re
 import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator import dsl, model
+from generator import dsl, factory_calls, model
 from generator.errors import (
     BuilderCallError,
     BuilderImportError,
     NotABackendConfigError,
+    UnnamedBackendConfigError,
     UnnamedCallableError,
 )
 
@@ -40,6 +44,15 @@ from generator.errors import (
 TORCH_BUILDERS_PACKAGE = "torch.ao.quantization.backend_config"
 # A dtype-config list used by at least this many patterns gets a name of its own.
 SHARED_LIST_MIN_USES = 2
+# torch dtypes with two names: the spec spells each as the builder's source mostly does.
+DTYPE_ALIASES = {
+    "torch.float32": "torch.float",
+    "torch.float64": "torch.double",
+    "torch.float16": "torch.half",
+    "torch.int32": "torch.int",
+    "torch.int64": "torch.long",
+    "torch.int16": "torch.short",
+}
 # Values of template parameters that are not torch objects, by parameter name.
 SCALAR_CHOICES = {"side": ("left", "right"), "with_bn": (False, True), "relu": (False, True)}
 _CALLABLE_FIELDS = (
@@ -62,6 +75,7 @@ class ImportedSpec:
     # What the spec lists in the backend's configs: its patterns, or (compacted) op-group
     # calls of spec/_common.py among them (`compaction.GroupCall`); empty means the patterns.
     entries: tuple = ()
+    module_doc: str = ""  # the replaced spec's, when `round_trip.recover` found one
 
 
 # ---------------------------------------------------------------------------
@@ -89,7 +103,7 @@ def load_builder(target: str, root: Path):
         module = importlib.import_module(module_name)
     except Exception as error:  # any failure of user code must become one line
         raise BuilderImportError(f"cannot import {module_name}: {type(error).__name__}: {error}") from None
-    builder = getattr(module, function_name, None)
+    builder = _attribute(module, function_name)
     if not callable(builder):
         raise BuilderImportError(f"{module_name} has no function {function_name!r}")
     try:
@@ -103,8 +117,17 @@ def load_builder(target: str, root: Path):
     return builder, module, backend_config
 
 
+def _attribute(module, function_name: str):
+    """The builder: a module-level name, or a dotted one (`Vendor.get_config`, a staticmethod)."""
+    target = module
+    for part in function_name.split("."):
+        target = getattr(target, part, None)
+    return target
+
+
 def default_name(function_name: str) -> str:
     """get_fbgemm_backend_config -> fbgemm: the builder's own name for its backend."""
+    function_name = function_name.rsplit(".", 1)[-1]
     return function_name.removeprefix("get_").removesuffix("_backend_config").strip("_") or function_name
 
 
@@ -114,16 +137,25 @@ def default_name(function_name: str) -> str:
 
 
 def read_backend_config(name: str, target: str, builder, module, backend_config, templates_dir: Path) -> ImportedSpec:
+    if not backend_config.name:
+        raise UnnamedBackendConfigError(
+            f"{target}() returns a BackendConfig with torch's default empty name, which a spec cannot give "
+            'a backend; name it in the builder: BackendConfig("my_backend")'
+        )
     names = _GlobalNames.of(module)
     dtypes = _DTypeNamer(names)
     callables = _CallableNamer(templates_dir)
     configs = tuple(_pattern_config(c, dtypes, callables) for c in backend_config.configs)
+    # The builder is named as the target names it, whatever it is (a function, a partial,
+    # a lambda, a callable object, a staticmethod): that name is what a generated module
+    # and its equality test import.
+    function_name = split_target(target)[1]
     backend = model.Backend(
         name=backend_config.name,
-        builder=builder.__name__,
-        doc=_builder_doc(builder),
+        builder=function_name.rsplit(".", 1)[-1],
+        doc=_builder_doc(builder, function_name),
         configs=configs,
-        reference=f"{module.__name__}.{builder.__name__}",
+        reference=f"{module.__name__}.{function_name}",
     )
     return ImportedSpec(
         name=name,
@@ -135,9 +167,13 @@ def read_backend_config(name: str, target: str, builder, module, backend_config,
     )
 
 
-def _builder_doc(builder) -> str:
-    doc = (builder.__doc__ or "").strip().split("\n\n")[0]
-    return " ".join(doc.split()) or f"Return the `BackendConfig` that {builder.__name__} returns."
+def _builder_doc(builder, function_name: str) -> str:
+    while isinstance(builder, functools.partial):
+        builder = builder.func
+    # A class's or an instance's docstring describes the object, not what calling it returns.
+    own = isinstance(builder, (types.FunctionType, types.MethodType, types.BuiltinFunctionType))
+    doc = (builder.__doc__ or "").strip().split("\n\n")[0] if own else ""
+    return " ".join(doc.split()) or f"Return the `BackendConfig` that {function_name} returns."
 
 
 def _pattern_config(config, dtypes: _DTypeNamer, callables: _CallableNamer) -> model.PatternConfig:
@@ -219,8 +255,9 @@ def _name_of(value) -> str:
 class _GlobalNames:
     """Module-level names of the builder's module and of the modules it imports from."""
 
-    def __init__(self, bindings: list[tuple[str, object]]):
+    def __init__(self, bindings: list[tuple[str, object]], modules: list | None = None):
         self.bindings = bindings
+        self.modules = modules or []
 
     @classmethod
     def of(cls, module) -> _GlobalNames:
@@ -230,7 +267,26 @@ class _GlobalNames:
             if isinstance(source, types.ModuleType) and source not in modules and _is_plain_module(source):
                 modules.append(source)
         bindings = [(n, v) for m in modules for n, v in vars(m).items() if not n.startswith("__")]
-        return cls(bindings)
+        return cls(bindings, modules)
+
+    def dtype_spellings(self) -> dict[str, str]:
+        """Public dtype path -> the other name of that dtype (`torch.float32` -> `torch.float`), where
+        the builder's module and the modules its dtype configs are bound in use that name more."""
+        from torch.ao.quantization.backend_config import DTypeConfig, DTypeWithConstraints
+
+        texts = []
+        for index, module in enumerate(self.modules):
+            if index == 0 or any(isinstance(v, (DTypeConfig, DTypeWithConstraints)) for v in vars(module).values()):
+                try:
+                    texts.append(inspect.getsource(module))
+                except (OSError, TypeError):  # no source (a C extension, a module built at run time)
+                    pass
+        text = "\n".join(texts)
+        return {
+            public: other
+            for public, other in DTYPE_ALIASES.items()
+            if len(re.findall(rf"\b{re.escape(other)}\b", text)) > len(re.findall(rf"\b{re.escape(public)}\b", text))
+        }
 
     def by_identity(self, value) -> str | None:
         return next((n for n, v in self.bindings if v is value), None)
@@ -266,6 +322,7 @@ class _DTypeNamer:
 
     def __init__(self, names: _GlobalNames):
         self.names = names
+        self.spellings = names.dtype_spellings()
         self.configs: dict[tuple, model.DTypeConfig] = {}
         self.constraints: dict[tuple, model.DTypeWithConstraints] = {}
         self.taken: set[str] = set()
@@ -274,7 +331,7 @@ class _DTypeNamer:
         key = _dtype_config_key(dtype_config)
         if key not in self.configs:
             sides = {s: self._dtype(getattr(dtype_config, f"{s}_with_constraints")) for s in _SIDES}
-            bias = None if dtype_config.bias_dtype is None else model.TorchRef(object_path(dtype_config.bias_dtype))
+            bias = None if dtype_config.bias_dtype is None else self._spelt(dtype_config.bias_dtype)
             name = self._unique(
                 self.names.by_identity(dtype_config)
                 or self.names.by_content(dtype_config, _dtype_config_key)
@@ -284,7 +341,7 @@ class _DTypeNamer:
         return self.configs[key]
 
     def _dtype(self, constraints):
-        dtype = None if constraints.dtype is None else model.TorchRef(object_path(constraints.dtype))
+        dtype = None if constraints.dtype is None else self._spelt(constraints.dtype)
         bounds = {f: getattr(constraints, f) for f in _CONSTRAINT_FIELDS[1:] if getattr(constraints, f) is not None}
         if not bounds:
             return dtype
@@ -294,6 +351,10 @@ class _DTypeNamer:
             name = self._unique(found or f"{_short(dtype)}_with_constraints")
             self.constraints[key] = model.DTypeWithConstraints(name, dtype, **bounds)
         return self.constraints[key]
+
+    def _spelt(self, dtype) -> model.TorchRef:
+        path = object_path(dtype)
+        return model.TorchRef(self.spellings.get(path, path))
 
     def _unique(self, name: str) -> str:
         candidate, number = name, 2
@@ -383,8 +444,19 @@ class _CallableNamer:
             return model.FunctionDef(
                 f"_fuse_{dsl._snake_case(class_name)}", "sequential", (("fused_module", _ref(fused, label, field)),)
             )
+        reason = None
+        if factory_calls.is_made(value):
+            try:
+                return factory_calls.made_call(value, attribute, config)
+            except factory_calls.CannotName as error:
+                reason = str(error)  # a template may still name it; else this is why not
         match = self.templates.match(value, attribute, config)
         if match is None:
+            if reason is not None:
+                raise UnnamedCallableError(
+                    f"pattern {label}: cannot name {field} {_name_of(value)}: {reason}; define it, or the "
+                    "factory that makes it and each argument it is given, at module level of an importable module"
+                )
             raise UnnamedCallableError(
                 f"pattern {label}: cannot name {field} {_name_of(value)}: it is not a public torch name, "
                 "not importable by path and matches no template in templates/functions/"
@@ -422,15 +494,14 @@ class _Templates:
 
         self.env = make_environment(templates_dir)
         self.compiled: dict[str, object] = {}
+        self.rendered: dict[tuple, str] = {}
         folder = templates_dir / "functions"
         self.names = sorted(p.name.removesuffix(".py.j2") for p in folder.glob("*.py.j2"))
 
     def parameters(self, template: str) -> list[str]:
-        from jinja2 import meta
+        from generator.rendering import _template_parameters
 
-        source = self.env.loader.get_source(self.env, f"functions/{template}.py.j2")[0]
-        found = meta.find_undeclared_variables(self.env.parse(source)) - {"name"} - set(self.env.globals)
-        return sorted(found)
+        return sorted(_template_parameters(self.env, template) - {"name"})
 
     def match(self, value, attribute: str, config):
         """(template, params) of the first candidate with equivalent code, else with the same behaviour."""
@@ -467,10 +538,13 @@ class _Templates:
                 yield template, tuple(zip(parameters, values))
 
     def _render(self, candidate) -> str:
-        from generator.rendering import render_function
+        # Each candidate is rendered for its signature, its code and its similarity: once is enough.
+        if candidate not in self.rendered:
+            from generator.rendering import render_function
 
-        template, params = candidate
-        return render_function(self.env, model.FunctionDef("_candidate", template, params))
+            template, params = candidate
+            self.rendered[candidate] = render_function(self.env, model.FunctionDef("_candidate", template, params))
+        return self.rendered[candidate]
 
     def _function(self, candidate):
         text = self._render(candidate)
@@ -592,5 +666,5 @@ _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
 
 
 def valid_spec_name(name: str) -> bool:
-    """A spec file name regenerate will read: a lower-case identifier not starting with `_`."""
-    return bool(_IDENTIFIER.fullmatch(name)) and not name.startswith("_")
+    """A spec file name regenerate will read: a lower-case identifier, not a keyword, not starting with `_`."""
+    return bool(_IDENTIFIER.fullmatch(name)) and not name.startswith("_") and not keyword.iskeyword(name)

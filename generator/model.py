@@ -128,7 +128,22 @@ class FunctionDef:
     location: SourceLocation | None = field(default=None, compare=False, repr=False)
 
 
-CallableSpec = TorchRef | FunctionDef | None
+@dataclass(frozen=True)
+class Call:
+    """A callable made by calling a function with nameable arguments, written as that call:
+    a closure of a module-level factory (`reverse2(fuse_conv_bn)`, a backend's own
+    `make_fuser(nni.ConvReLU2d)`) or `functools.partial(f, ...)`. An argument is a TorchRef,
+    a plain constant, a tuple of arguments or another Call."""
+
+    function: TorchRef
+    args: tuple = ()
+    keywords: tuple[tuple[str, object], ...] = ()
+    location: SourceLocation | None = field(default=None, compare=False, repr=False)
+
+
+PARTIAL = "functools.partial"
+
+CallableSpec = TorchRef | FunctionDef | Call | None
 
 
 @dataclass(frozen=True)

@@ -127,10 +127,17 @@ def _is_function(name: str) -> bool:
     return name.startswith("functions/") and name.endswith(".py.j2")
 
 
-def _template_parameters(env: jinja2.Environment, template: str) -> set[str]:
+def _template_parameters(env: jinja2.Environment, template: str) -> frozenset[str]:
     """The variables a function template reads that the environment does not define."""
     source = env.loader.get_source(env, f"functions/{template}.py.j2")[0]
-    return jinja2.meta.find_undeclared_variables(env.parse(source)) - set(env.globals)
+    return _undeclared_variables(env, source)
+
+
+@functools.lru_cache(maxsize=1024)
+def _undeclared_variables(env: jinja2.Environment, source: str) -> frozenset[str]:
+    # Keyed by the template's text, so an edited template is parsed again; `import` asks
+    # for the same few templates thousands of times while it tries candidates.
+    return frozenset(jinja2.meta.find_undeclared_variables(env.parse(source)) - set(env.globals))
 
 
 def _module_refs(module: ExpandedModule):

@@ -23,6 +23,7 @@ from pathlib import Path
 from generator import writing
 from generator.errors import SpecFieldError, TemplateRenderError, TorchKindError, UnknownTorchNameError, WriteError
 from generator.model import (
+    Call,
     DTypeConfig,
     DTypeWithConstraints,
     FixedQParams,
@@ -38,6 +39,7 @@ ROLE_NEEDS = {
     "dtype": ("dtype", "a torch dtype such as torch.quint8"),
     "module": ("module", "an nn.Module subclass"),
     "callable": ("function", "a function"),
+    "factory": ("callable", "a function or class to call"),
     "any": (None, "an existing name"),
 }
 # What a name is, in the spec's words, most specific first.
@@ -117,8 +119,26 @@ def _config_uses(config: PatternConfig):
         value = getattr(config, field)
         if isinstance(value, FunctionDef):
             yield from ((ref, "any", value.name) for _, param in value.params for ref in _refs(param))
+        elif isinstance(value, Call):
+            yield from _call_uses(value, field)
         else:
             yield from ((ref, "callable", field) for ref in _refs(value))
+
+
+def _call_uses(call: Call, field: str):
+    yield call.function, "factory", f"the factory of {field}"
+    for argument in (*call.args, *(value for _, value in call.keywords)):
+        yield from _argument_uses(argument, field)
+
+
+def _argument_uses(argument, field: str):
+    if isinstance(argument, Call):
+        yield from _call_uses(argument, field)
+    elif isinstance(argument, tuple):
+        for item in argument:
+            yield from _argument_uses(item, field)
+    elif isinstance(argument, TorchRef):
+        yield argument, "any", f"an argument of {field}"
 
 
 def _dtype_config_uses(dtype_config, what: str):

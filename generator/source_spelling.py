@@ -9,7 +9,7 @@ same way, does not import Jinja2.
 from __future__ import annotations
 
 from generator.errors import TemplateRenderError
-from generator.model import DTypeConfig, DTypeWithConstraints, FunctionDef, TorchRef
+from generator.model import Call, DTypeConfig, DTypeWithConstraints, FunctionDef, TorchRef
 
 # Modules imported under an alias: `import torch.nn as nn` renders torch.nn.X as nn.X.
 MODULE_ALIASES = {
@@ -73,6 +73,9 @@ def python_source(value) -> str:
         return ref_source(value)
     if isinstance(value, (DTypeConfig, DTypeWithConstraints, FunctionDef)):
         return value.name
+    if isinstance(value, Call):
+        arguments = [python_source(v) for v in value.args] + [f"{k}={python_source(v)}" for k, v in value.keywords]
+        return f"{ref_source(value.function)}({', '.join(arguments)})"
     if isinstance(value, tuple):
         items = [python_source(v) for v in value]
         return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"

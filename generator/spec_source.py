@@ -47,6 +47,8 @@ class _Writer:
             return value.name
         if isinstance(value, model.FunctionDef):
             return self.function(value)
+        if isinstance(value, model.Call):
+            return self.call(value)
         if isinstance(value, tuple):
             items = [self.value(v) for v in value]
             return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
@@ -60,6 +62,15 @@ class _Writer:
         self.used.add("function")
         arguments = "".join(f", {key}={self.value(value)}" for key, value in function.params)
         return f"function({function.template!r}, {function.name!r}{arguments})"
+
+    def call(self, call: model.Call) -> str:
+        """`partial(f, ...)` for functools.partial, else `call(factory, ...)`."""
+        arguments = [self.value(v) for v in call.args] + [f"{k}={self.value(v)}" for k, v in call.keywords]
+        if call.function.path == model.PARTIAL:
+            self.used.add("partial")
+            return f"partial({', '.join(arguments)})"
+        self.used.add("call")
+        return f"call({', '.join([self.ref(call.function), *arguments])})"
 
     def observation_type(self, name: str) -> str:
         self.used.add("ObservationType")
@@ -75,7 +86,7 @@ class _Writer:
             return self.config(entry)
         self.common.add(entry.function)
         arguments = [f"{key}=" * (key is not None) + self.argument(value) for key, value in entry.arguments]
-        return f"{entry.function}({', '.join(arguments)})"
+        return ",\n".join([f"{entry.function}({', '.join(arguments)})", *(self.config(c) for c in entry.overrides)])
 
     def argument(self, value) -> str:
         if isinstance(value, tuple) and value and isinstance(value[0], model.DTypeConfig):
@@ -98,6 +109,10 @@ class _Writer:
         for field in _MODULE_FIELDS + _CALLABLE_FIELDS:
             if getattr(config, field) is not None:
                 arguments.append(f"{field}={self.value(getattr(config, field))}")
+        if config.section:
+            arguments.append(f"section={config.section!r}")
+        if config.overrides:
+            arguments.append(f"overrides={config.overrides!r}")
         if config.num_tensor_args_to_observation_type:
             items = ", ".join(f"{n}: {self.observation_type(t)}" for n, t in config.num_tensor_args_to_observation_type)
             arguments.append(f"num_tensor_args_to_observation_type={{{items}}}")
@@ -125,10 +140,10 @@ def spec_source(spec: ImportedSpec) -> str:
     body = [writer.constraints(c) for c in spec.constraints]
     body += [writer.dtype_config(dc) for dc in spec.dtype_configs]
     lists = [f"{name} = [{', '.join(members)}]" for name, members in spec.shared_lists]
-    configs = ",\n".join(writer.entry(e) for e in spec.entries or backend.configs)
+    configs = "".join(f"{writer.entry(e)},\n" for e in spec.entries or backend.configs)
     module = f"""
 MODULE = Module(
-    doc={f"BackendConfig imported from {backend.reference}."!r},
+    doc={spec.module_doc or f"BackendConfig imported from {backend.reference}."!r},
     backends=[
         Backend(
             name={backend.name!r},
@@ -136,7 +151,7 @@ MODULE = Module(
             doc={backend.doc!r},
             reference={backend.reference!r},
             configs=[
-{configs},
+{configs}
             ],
         )
     ],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import itertools
 import math
 import operator
@@ -390,6 +391,24 @@ def test_two_sequential_wrappers_are_equivalent_code() -> None:
         True,
         "equivalent code",
     )
+
+
+def _fuse_pair_with(cls, is_qat, first, second):
+    return cls(first, second)
+
+
+def test_partials_are_their_function_and_bound_arguments() -> None:
+    config = _config_for("fbgemm", (nn.Conv1d, nn.ReLU))
+    ours = functools.partial(_fuse_pair_with, nni.ConvReLU1d)
+    theirs = functools.partial(_fuse_pair_with, nni.ConvReLU1d)
+    assert callables_match("fuser_method", ours, theirs, config) == (True, "equivalent code")
+    # another bound class: the comparator's trials tell them apart
+    other = functools.partial(_fuse_pair_with, nni.ConvReLU2d)
+    assert callables_match("fuser_method", other, theirs, config)[0] is False
+    # a bound function compares by code, as closure contents do
+    nested = functools.partial(_fuse_pair_with, _sequential_wrapper2(nni.ConvReLU1d))
+    again = functools.partial(_fuse_pair_with, _sequential_wrapper2(nni.ConvReLU1d))
+    assert callables_match("fuser_method", nested, again, config) == (True, "equivalent code")
 
 
 def test_hand_written_fuser_with_same_behaviour_is_equal() -> None:

@@ -4,18 +4,24 @@ to the builder by the comparator; and the refusals, each one line, exit 2, nothi
 """
 
 import ast
+import contextlib
+import difflib
 import importlib
 import importlib.util
 import re
+import sys
 
 import pytest
 
 from generator import cli, spec_loading
 from generator.compare import compare_backend_configs
+from generator.model import TorchRef
+from generator.resolution import load_object
 from tests.builders import discover
 from tests.conftest import ROOT, copy_project
 
 USER_BUILDER = "tests.user_builder.get_user_backend_config"
+LEGACY_BUILDER = "tests.legacy_builder.get_legacy_backend_config"
 
 
 def run(capsys, *args):
@@ -40,7 +46,7 @@ def imported(tmp_path_factory):
     project = copy_project(tmp_path_factory.mktemp("import") / "project")
     for spec_file in (project / "spec").glob("[!_]*.py"):
         spec_file.unlink()
-    references = committed_references() + [USER_BUILDER]
+    references = committed_references() + [USER_BUILDER, LEGACY_BUILDER]
     outputs = {}
     for reference in references:
         code = cli.main(["--root", str(project), "import", target(reference)])
@@ -50,6 +56,10 @@ def imported(tmp_path_factory):
         for backend in module.backends:
             outputs[backend.reference] = (project / module.output, backend.builder)
     return project, references, outputs
+
+
+# Every test that uses `imported` runs on one xdist worker, which builds the fixture once.
+SHARES_THE_IMPORTED_PROJECT = pytest.mark.xdist_group("imported")
 
 
 def load_generated(path):
@@ -64,6 +74,7 @@ def reference_builder(reference: str):
     return getattr(importlib.import_module(module), function)
 
 
+@SHARES_THE_IMPORTED_PROJECT
 def test_every_imported_builder_regenerates_equal_to_the_builder(imported):
     _project, references, outputs = imported
     assert sorted(outputs) == sorted(set(references))
@@ -76,6 +87,7 @@ def test_every_imported_builder_regenerates_equal_to_the_builder(imported):
     assert patterns == sum(len(reference_builder(r)().configs) for r in set(references))
 
 
+@SHARES_THE_IMPORTED_PROJECT
 def test_generated_modules_never_import_torchs_builder_modules(imported):
     _project, references, outputs = imported
     builder_modules = {r.rsplit(".", 1)[0] for r in references if r.startswith("torch.")}
@@ -100,12 +112,15 @@ def dotted_names(tree):
                 yield ".".join([node.value.id, *reversed(parts)])
 
 
+@SHARES_THE_IMPORTED_PROJECT
 def test_the_user_spec_names_what_the_author_named(imported):
     project, _references, outputs = imported
     spec = (project / "spec" / "user.py").read_text()
     # constants named after the builder module's globals, constraints included
     assert "user_weighted_dtype_config = DTypeConfig(" in spec
     assert "act_quint8_scale_min_2_neg_12 = DTypeWithConstraints(" in spec
+    # dtypes spelt as the author spelt them (torch.float, not torch.float32)
+    assert re.search(r"bias_dtype=torch\.float\b", spec) and "torch.float32" not in spec
     # the author's own fuser is imported, torch's closure is sequential(...)
     assert 'fuser_method=importable("tests.user_builder.fuse_linear_relu")' in spec
     assert "fuser_method=sequential(nni.ConvReLU2d)" in spec
@@ -116,6 +131,38 @@ def test_the_user_spec_names_what_the_author_named(imported):
     assert "from tests.user_builder import fuse_linear_relu" in generated
 
 
+@SHARES_THE_IMPORTED_PROJECT
+def test_factory_closures_and_partials_are_written_as_the_calls_that_make_them(imported):
+    """torch 1.13's reverse2/reverse3/reverse_sequential_wrapper2, a vendor's factories and a
+    partial: each is the call that made it, in the spec and in the generated module (proven
+    equal to the builder's closures by the comparator in the round trip above)."""
+    project, _references, outputs = imported
+    spec = (project / "spec" / "legacy.py").read_text()
+    for written in (
+        'fuser_method=call(importable("tests.legacy_builder.reverse_sequential_wrapper2"), nni.ConvReLU2d)',
+        'fuser_method=call(importable("tests.legacy_builder.reverse2"), fusers.fuse_conv_bn)',
+        'fuser_method=call(importable("tests.legacy_builder.reverse3"), fusers.fuse_conv_bn_relu)',
+        'fuser_method=call(importable("tests.legacy_builder.make_fuser"), nni.LinearReLU)',
+        'importable("tests.legacy_builder.make_checked_fuser"), nni.ConvReLU1d, qat_allowed=False',
+        'fuser_method=partial(importable("tests.legacy_builder.fuse_with"), nni.ConvReLU3d)',
+        "call(fusers._sequential_wrapper2, nni.BNReLU2d)",
+    ):
+        assert written in spec, written
+    generated = outputs[LEGACY_BUILDER][0].read_text()
+    for written in (
+        ".set_fuser_method(reverse_sequential_wrapper2(nni.ConvReLU2d))",
+        ".set_fuser_method(reverse2(fuse_conv_bn))",
+        ".set_fuser_method(reverse3(fuse_conv_bn_relu))",
+        ".set_fuser_method(make_fuser(nni.LinearReLU))",
+        ".set_fuser_method(make_checked_fuser(nni.ConvReLU1d, qat_allowed=False))",
+        ".set_fuser_method(partial(fuse_with, nni.ConvReLU3d))",
+        ".set_fuser_method(reverse2(reverse2(_sequential_wrapper2(nni.BNReLU2d))))",
+        "from functools import partial\n",
+    ):
+        assert written in generated, written
+
+
+@SHARES_THE_IMPORTED_PROJECT
 def test_torchs_functions_become_the_projects_templates(imported):
     project, _references, _outputs = imported
     texts = "".join(p.read_text() for p in (project / "spec").glob("[!_]*.py"))
@@ -173,7 +220,23 @@ def test_import_refuses_a_backend_name_another_spec_file_uses(project, capsys):
         (
             "tests.user_builder:get_unnamed_closure_backend_config",
             "error: pattern (nn.Conv2d, nn.ReLU): cannot name fuser_method "
-            "tests.user_builder.get_unnamed_closure_backend_config.<locals>.fuse_reversed: ",
+            "tests.user_builder.get_unnamed_closure_backend_config.<locals>.fuse_reversed: it is local to "
+            "get_unnamed_closure_backend_config(), which returns a BackendConfig, not a callable; define it",
+        ),
+        (
+            "tests.user_builder:get_raising_backend_config",
+            "error: tests.user_builder:get_raising_backend_config() raised RuntimeError: this backend needs a license",
+        ),
+        (
+            "tests.user_builder:get_default_named_backend_config",
+            "error: tests.user_builder:get_default_named_backend_config() returns a BackendConfig with torch's "
+            'default empty name, which a spec cannot give a backend; name it in the builder: BackendConfig("',
+        ),
+        (
+            "tests.legacy_builder:get_local_class_backend_config",
+            "error: pattern (nn.Conv2d, nn.ReLU): cannot name fuser_method tests.legacy_builder.make_fuser.<locals>"
+            ".fuse: it holds tests.legacy_builder.get_local_class_backend_config.<locals>.LocalConvReLU, which has "
+            "no import path; define it, or the factory that makes it and each argument it is given, at module level",
         ),
     ],
 )
@@ -186,6 +249,173 @@ def test_import_refuses_with_one_line_and_writes_nothing(project, capsys, given,
     assert sorted(p.name for p in (project / "spec").iterdir()) == before
 
 
+NOT_PLAIN_FUNCTIONS = {
+    "partial": ("tests.user_builder:get_partial_backend_config", []),
+    "lambda": ("tests.user_builder:get_lambda_backend_config", ["--name", "lambda_builder"]),
+    "staticmethod": ("tests.user_builder:Vendor.get_backend_config", []),
+    "callable object": ("tests.user_builder:get_object_backend_config", []),
+    "empty BackendConfig": ("tests.user_builder:get_empty_backend_config", []),
+}
+
+
+def test_any_builder_callable_imports_to_a_spec_that_regenerates_equal(project, capsys):
+    """Functions, partials, lambdas, staticmethods, callable objects and an empty BackendConfig."""
+    for spec_file in (project / "spec").glob("[!_]*.py"):
+        spec_file.unlink()
+    for given, options in NOT_PLAIN_FUNCTIONS.values():
+        code, out = run(capsys, "--root", str(project), "import", given, *options)
+        assert code == 0, out
+    code, out = run(capsys, "--root", str(project), "regenerate")
+    assert code == 0, out
+    written = {b.reference: (m, b) for m in spec_loading.load_modules(project) for b in m.backends}
+    assert sorted(written) == sorted(target.replace(":", ".") for target, _ in NOT_PLAIN_FUNCTIONS.values())
+    for reference, (module, backend) in written.items():
+        ours = getattr(load_generated(project / module.output), backend.builder)()
+        theirs = load_object(TorchRef(reference))()  # Vendor.get_backend_config is not a module's name
+        assert compare_backend_configs(reference, ours, theirs) == []
+    assert written["tests.user_builder.get_empty_backend_config"][1].configs == ()
+    assert written["tests.user_builder.get_lambda_backend_config"][1].builder == "get_lambda_backend_config"
+    assert written["tests.user_builder.get_partial_backend_config"][1].doc == (
+        "Return the `BackendConfig` of one of this vendor's backends."
+    )
+
+
+@pytest.mark.parametrize(
+    "given, options",
+    [
+        ("tests.user_builder:get_lambda_backend_config", []),  # the default name, lambda, is a keyword
+        ("tests.user_builder:get_partial_backend_config", ["--name", "class"]),
+    ],
+)
+def test_import_refuses_a_spec_name_that_is_a_keyword(project, capsys, given, options):
+    before = sorted(p.name for p in (project / "spec").iterdir())
+    code, out = run(capsys, "--root", str(project), "import", given, *options)
+    assert code == 2
+    assert re.fullmatch(r"error: '(lambda|class)' cannot name a spec file: use a lower-case identifier that is not "
+                        r"a Python keyword \(--name\)\n", out), out
+    assert sorted(p.name for p in (project / "spec").iterdir()) == before
+
+
+def test_import_writes_nothing_regenerate_would_refuse(project, capsys, monkeypatch):
+    """The written spec is loaded, validated and expanded first: whatever import got wrong in it
+    (here: a builder name that is a keyword) is one line, exit 2, no file."""
+    from generator import spec_source
+
+    written = spec_source.spec_source
+    monkeypatch.setattr(spec_source, "spec_source", lambda spec: written(spec).replace(
+        'builder="get_partial_backend_config"', 'builder="class"'))
+    before = sorted(p.name for p in (project / "spec").iterdir())
+    code, out = run(capsys, "--root", str(project), "import", "tests.user_builder:get_partial_backend_config")
+    assert code == 2
+    assert out.startswith("error: not written: regenerate would refuse spec/partial.py as import made it "
+                          "(spec/partial.py:") and "'class'" in out and out.count("\n") == 1, out
+    assert sorted(p.name for p in (project / "spec").iterdir()) == before
+
+
+@contextlib.contextmanager
+def generated_package_of(project):
+    """`generated` imported from this project, as in a fresh interpreter started there."""
+    saved = {n: m for n, m in sys.modules.items() if n == "generated" or n.startswith("generated.")}
+    for name in saved:
+        del sys.modules[name]
+    sys.path.insert(0, str(project))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(project))
+        for name in [n for n in sys.modules if n == "generated" or n.startswith("generated.")]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
+def outputs_of(project):
+    files = [*(project / "generated").glob("*.py"), project / "docs" / "support-matrix.md", *project.glob("spec/*.py")]
+    return {str(p.relative_to(project)): p.read_bytes() for p in files}
+
+
+def test_import_force_of_every_generated_builder_round_trips_byte_identical(tmp_path, capsys):
+    """Every committed spec and the tutorial's: `import --force` of the generated builder over
+    its own spec, then regenerate, leaves spec/, generated/ and the matrix byte-identical."""
+    from tests.test_tutorial_backend import lay_over
+
+    project = copy_project(tmp_path / "project")
+    lay_over(project)
+    assert run(capsys, "--root", str(project), "regenerate")[0] == 0
+    before = outputs_of(project)
+    imported = []
+    with generated_package_of(project):
+        for module in spec_loading.load_modules(project):
+            for backend in module.backends:
+                given = f"generated.{module.name}:{backend.builder}"
+                stem = module.spec_file.removeprefix("spec/").removesuffix(".py")
+                code, out = run(capsys, "--root", str(project), "import", given, "--force", "--name", stem)
+                assert code == 0, out
+                assert out.startswith(f"unchanged {module.spec_file}: it already builds exactly what {given}"), out
+                imported.append(given)
+    assert "generated.my_backend:get_my_backend_config" in imported
+    code, out = run(capsys, "--root", str(project), "regenerate")
+    assert code == 0, out
+    assert outputs_of(project) == before
+
+
+def changed_lines(old: str, new: str) -> tuple[list[str], list[str]]:
+    """(removed, added) lines of a diff."""
+    diff = list(difflib.ndiff(old.splitlines(), new.splitlines()))
+    return [line[2:] for line in diff if line.startswith("- ")], [line[2:] for line in diff if line.startswith("+ ")]
+
+
+def test_import_force_of_a_builder_that_returns_something_else_keeps_what_the_spec_said(project, capsys):
+    """One pattern changed: a new spec is written, and the generated module and the matrix change
+    by that pattern alone: builder name, docstrings, sections, dtype-config names, their order and
+    spelling (`torch.float`) come from the spec it replaces."""
+    before = {p: (project / p).read_text() for p in ("spec/fbgemm.py", "generated/fbgemm.py", "docs/support-matrix.md")}
+    given = "tests.user_builder:get_fbgemm_with_another_relu_backend_config"
+    code, out = run(capsys, "--root", str(project), "import", given, "--force", "--name", "fbgemm")
+    assert code == 0, out
+    assert out.startswith("written   spec/fbgemm.py: ")
+    spec = (project / "spec" / "fbgemm.py").read_text()
+    assert spec != before["spec/fbgemm.py"]
+    # still compacted: the op groups, then the one pattern the builder sets otherwise
+    assert spec.count("config(") == 1 and 'overrides="the builder sets it otherwise than ' in spec, spec
+    assert run(capsys, "--root", str(project), "regenerate")[0] == 0
+    generated = (project / "generated" / "fbgemm.py").read_text()
+    removed, added = changed_lines(before["generated/fbgemm.py"], generated)
+    assert removed == ["            BackendPatternConfig(nn.ReLU)",
+                       "            .set_observation_type(ObservationType.OUTPUT_SHARE_OBSERVER_WITH_INPUT)",
+                       "            .set_dtype_configs([fbgemm_default_op_quint8_dtype_config]),"]  # fmt: skip
+    # what is added is the new pattern's dtype config, its constraints and the pattern
+    new = ("user_default_dtype_config", "act_quint8_scale_min_2_neg_12", "BackendPatternConfig(nn.ReLU)",
+           "dtype=torch.quint8", "scale_min_lower_bound=0.000244140625", "# Registered twice")  # fmt: skip
+    assert all(line.strip(" (),") == "" or any(word in line for word in new) for line in added), added
+    assert len(added) <= 16, added
+    removed, added = changed_lines(before["docs/support-matrix.md"], (project / "docs/support-matrix.md").read_text())
+    assert [line.split(" | ")[0] for line in removed] == ["| ◐ `nn.ReLU`"]
+    assert [line.split(" | ")[0] for line in added] == ["| ◐ `nn.ReLU`", "| `user_default_dtype_config`"]
+    ours = load_generated(project / "generated" / "fbgemm.py").get_fbgemm_backend_config()
+    theirs = load_object(TorchRef(given.replace(":", ".")))()
+    assert compare_backend_configs(given, ours, theirs) == []
+
+
+def test_import_force_refuses_to_drop_the_other_backends_of_a_spec_file(project, capsys):
+    """A spec file may declare several backends; import writes one, so replacing it would drop the rest."""
+    spec_file = project / "spec" / "fbgemm.py"
+    source = spec_file.read_text()
+    assert source.count("        Backend(\n") == 1
+    second = source[source.index("        Backend(\n") : source.index("    ],\n)")]
+    second = second.replace('name="fbgemm"', 'name="fbgemm_twin"')
+    second = second.replace('builder="get_fbgemm_backend_config"', 'builder="get_fbgemm_twin_backend_config"')
+    spec_file.write_text(source.replace("        )\n    ],\n)", "        ),\n" + second + "    ],\n)"))
+    code, out = run(capsys, "--root", str(project), "regenerate")
+    assert code == 0, out
+    before = spec_file.read_text()
+    given = "tests.user_builder:get_fbgemm_with_another_relu_backend_config"
+    code, out = run(capsys, "--root", str(project), "import", given, "--force", "--name", "fbgemm")
+    assert code == 2
+    assert out == ("error: spec/fbgemm.py also declares 'fbgemm_twin', which import (one backend per file) would "
+                   "drop; move it to a spec file of its own first, or edit spec/fbgemm.py by hand\n")
+    assert spec_file.read_text() == before
+
+
 def spec_patterns(project, name):
     """The patterns spec/<name>.py expands to, dtype configs by content (the expansion
     names fixed-qparams copies itself), in builder order."""
@@ -196,6 +426,7 @@ def spec_patterns(project, name):
     return [_canonical(c) for b in expand_module(module).backends for c in b.backend.configs]
 
 
+@SHARES_THE_IMPORTED_PROJECT
 def test_import_writes_op_groups_of_spec_common_where_they_build_the_same_patterns(imported):
     project, _references, _outputs = imported
     # The op groups reproduce torch's builders only while spec/_common.py says what torch
@@ -217,6 +448,7 @@ def test_import_writes_op_groups_of_spec_common_where_they_build_the_same_patter
         assert "fusions=False" in executorch and "functional=True" in executorch
 
 
+@SHARES_THE_IMPORTED_PROJECT
 def test_no_compact_writes_every_pattern_and_the_same_patterns(imported, tmp_path, capsys):
     from benchmarks.spec_size import code_lines
 
@@ -237,6 +469,7 @@ def test_no_compact_writes_every_pattern_and_the_same_patterns(imported, tmp_pat
     assert code_lines(compacted) * 10 < code_lines(spec)
 
 
+@SHARES_THE_IMPORTED_PROJECT
 def test_without_spec_common_or_matching_groups_import_writes_every_pattern(imported, tmp_path, capsys):
     project, _references, _outputs = imported
     bare = copy_project(tmp_path / "bare")

@@ -8,6 +8,7 @@ twice (torch keeps the first position with the later content). The other
 builders here are the ones `import` must refuse.
 """
 
+import functools
 import operator
 
 import torch
@@ -87,3 +88,58 @@ def get_unnamed_closure_backend_config():
 
 def get_not_a_backend_config():
     return {"name": "not a BackendConfig"}
+
+
+def get_raising_backend_config():
+    raise RuntimeError("this backend needs a license server")
+
+
+def make_backend_config(name):
+    """Return the `BackendConfig` of one of this vendor's backends."""
+    config = BackendPatternConfig(nn.ReLU).set_dtype_configs([user_default_dtype_config])
+    return BackendConfig(name).set_backend_pattern_configs([config])
+
+
+# Builders that are not plain functions: each imports to a spec that regenerates, equal.
+get_partial_backend_config = functools.partial(make_backend_config, "partial_backend")
+get_lambda_backend_config = lambda: make_backend_config("lambda_backend")  # noqa: E731
+
+
+class Vendor:
+    """A vendor's namespace of builders."""
+
+    @staticmethod
+    def get_backend_config():
+        return make_backend_config("static_backend")
+
+    def __call__(self):
+        return make_backend_config("object_backend")
+
+
+get_object_backend_config = Vendor()
+
+
+def get_empty_backend_config():
+    """Return a backend that quantizes nothing yet."""
+    return BackendConfig("empty_backend")
+
+
+def get_default_named_backend_config():
+    """torch's BackendConfig() has the empty name, which no spec can give a backend."""
+    return make_backend_config(BackendConfig().name)
+
+
+def get_fbgemm_with_another_relu_backend_config():
+    """torch's fbgemm builder with one pattern changed: not what spec/fbgemm.py builds."""
+    from torch.ao.quantization.backend_config import get_fbgemm_backend_config
+
+    relu = BackendPatternConfig(nn.ReLU).set_dtype_configs([user_default_dtype_config])
+    return get_fbgemm_backend_config().set_backend_pattern_config(relu)
+
+
+def get_native_with_another_relu_backend_config():
+    """torch's native builder with one pattern changed: spec/native.py declares a second backend."""
+    from torch.ao.quantization.backend_config import get_native_backend_config
+
+    relu = BackendPatternConfig(nn.ReLU).set_dtype_configs([user_default_dtype_config])
+    return get_native_backend_config().set_backend_pattern_config(relu)
