@@ -154,6 +154,17 @@ def _declared(declaration: Declaration, theirs, ours, names, where, label: str):
     return DeclaredChange(declaration.kind, str(declaration.pattern), declaration.reason, location, fields)
 
 
+def reference_title(refs: list[BuilderRef]) -> str:
+    """What the reference side is called: `torch` only when every reference is torch's builder.
+
+    One reference of the user's own is named by its dotted path; several are `reference`.
+    """
+    references = sorted({ref.reference for ref in refs if ref.reference is not None})
+    if all(path.startswith("torch.") for path in references):
+        return "torch"
+    return references[0] if len(references) == 1 else "reference"
+
+
 def unreferenced(refs: list[BuilderRef]) -> list[str]:
     """Labels of the backends that have no reference builder to compare with."""
     return [ref.label for ref in refs if ref.reference is None]

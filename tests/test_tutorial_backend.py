@@ -10,6 +10,7 @@ written here by hand in torch's own API, as the tutorial writes it.
 import contextlib
 import inspect
 import io
+import json
 import os
 import re
 import shutil
@@ -245,8 +246,14 @@ def test_a_user_s_own_reference_builder_is_compared_like_torch_s(project, capsys
         builder = next(b for b in discover(project) if b.module == "my_backend")
         assert builder.reference == "my_reference.tutorial_backend_config"
         assert not compare_backend_configs("my_backend", builder.ours()(), builder.theirs()())
-        no_differences = "no differences in 1 backend (torch -> generated)\n"
+        # The reference is named as the spec names it: it is not torch's.
+        no_differences = "no differences in 1 backend (my_reference.tutorial_backend_config -> generated)\n"
         assert run(capsys, project, "diff", "--against-torch", "my_backend") == (0, no_differences)
+        code, out = run(capsys, project, "diff", "--against-torch", "--format", "json", "my_backend")
+        assert (code, json.loads(out)["old"]) == (0, "my_reference.tutorial_backend_config")
+        code, out = run(capsys, project, "diff", "--against-torch")  # torch's and the user's: "reference"
+        assert code == 0 and out.startswith("no differences in ") and "backends (reference -> generated)" in out
+        assert "torch" not in out
         spec = project / "spec" / "my_backend.py"
         spec.write_text(spec.read_text().replace("my_reference.", "my_drifted_reference."))
         assert run(capsys, project, "regenerate", "--jobs", "1")[0] == 0
