@@ -133,12 +133,16 @@ def test_diff_rev_shows_a_change_to_the_new_backend(project, capsys):
     assert out == f"my_backend: nn.Linear: dtype_configs: - weighted_int8_dtype_config  (spec/my_backend.py:{line})\n"
 
 
+def readme_usage_snippet() -> str:
+    readme = (ROOT / "README.md").read_text()
+    return next(block for block in re.findall(r"```python\n(.*?)```", readme, re.S)
+                if "from generated.my_backend import" in block)
+
+
 def test_the_readme_s_usage_snippet_runs_as_written(tutorial):
     """README "Adding a backend": the prepare_fx snippet runs in the project as it stands there."""
     project, _ = tutorial
-    readme = (ROOT / "README.md").read_text()
-    snippet = next(block for block in re.findall(r"```python\n(.*?)```", readme, re.S)
-                   if "from generated.my_backend import" in block)
+    snippet = readme_usage_snippet()
     # what the snippet leaves behind must be the reference model the tutorial shows
     check = ("\nkinds = {type(m).__name__ for m in reference_model.modules()}"
              "\nassert {'ConvReLU2d', 'Conv2d', 'Linear'} <= kinds and 'ReLU' in kinds, kinds"
@@ -146,6 +150,20 @@ def test_the_readme_s_usage_snippet_runs_as_written(tutorial):
     done = subprocess.run([sys.executable, "-c", snippet + check], cwd=project,
                           env=dict(os.environ, PYTHONPATH=str(project)), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_readme_s_usage_snippet_prints_no_warning(tutorial):
+    """Run as a user runs it (default warning filters, not pytest's): standard error stays empty.
+
+    torch warns "Failed to initialize NumPy" on import when NumPy is missing; the
+    project depends on numpy (pyproject.toml) so that an installed project does not.
+    """
+    project, _ = tutorial
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONWARNINGS")}
+    done = subprocess.run([sys.executable, "-c", readme_usage_snippet()], cwd=project,
+                          env=dict(environment, PYTHONPATH=str(project)), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
 
 
 def test_generic_checks_pass_on_the_tutorial_backend(my_backend):
