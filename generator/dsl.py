@@ -18,7 +18,7 @@ import itertools
 import keyword
 import re
 import sys
-from dataclasses import fields
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -465,7 +465,7 @@ def _to_dtype(value, what: str, constraints_allowed: bool):
     )
 
 
-_BOUNDS = [f.name for f in fields(model.DTypeWithConstraints)][2:-1]
+_BOUNDS = list(model.CONSTRAINT_BOUNDS)
 _ORDERED_BOUNDS = (
     ("quant_min_lower_bound", "quant_max_upper_bound"),
     ("scale_min_lower_bound", "scale_max_upper_bound"),
@@ -737,17 +737,48 @@ class Declared:
 
 def added(pattern, reason: str) -> Declared:
     """A pattern the reference builder does not register: `config(added(nn.Mish, "why"), ...)`."""
+    _only_patterns("added", pattern)
     return Declared("added", pattern, reason)
 
 
-def changed(pattern, reason: str) -> Declared:
-    """A pattern both register, configured differently here: `config(changed(nn.Linear, "why"), ...)`."""
+def changed(pattern, reason: str):
+    """A pattern both register, configured differently here: `config(changed(nn.Linear, "why"), ...)`.
+
+    Around a dtype config or a DTypeWithConstraints, `x = changed(DTypeConfig(...), "why")`
+    declares that its content differs from the reference's (see `_changed_dtype_config`).
+    """
+    if isinstance(pattern, (model.DTypeConfig, model.DTypeWithConstraints)):
+        return _changed_dtype_config(pattern, reason)
     return Declared("changed", pattern, reason)
 
 
 def removed(pattern, reason: str) -> Declared:
     """A reference pattern this backend drops: stands in a backend's configs or where config(...) gets it."""
+    _only_patterns("removed", pattern)
     return Declared("removed", pattern, reason)
+
+
+def _changed_dtype_config(value, reason):
+    """A dtype config (or constraint) whose content differs from the reference's on purpose.
+
+    Each backend with a reference that uses it (or, for a DTypeWithConstraints, a dtype
+    config holding it) reports the change as declared; where its content turns out to
+    equal the reference's, the declaration is stale.
+    """
+    location = spec_location()
+    if not isinstance(reason, str) or not reason.strip() or "\n" in reason.strip():
+        example = f'{value.name} = changed({type(value).__name__}(...), "why")'
+        raise SpecFieldError(f"changed() needs a short one-line reason, e.g. {example}", location)
+    if value.divergence is not None:
+        raise SpecFieldError(f"{describe(value)} is already declared changed at {value.divergence.location}", location)
+    return replace(value, divergence=model.Divergence("changed", reason.strip(), location))
+
+
+def _only_patterns(kind: str, value) -> None:
+    if isinstance(value, (model.DTypeConfig, model.DTypeWithConstraints)):
+        example = 'x = changed(DTypeConfig(...), "why")'
+        message = f"{kind}() wraps a pattern; a dtype config can only be declared changed(), e.g. {example}"
+        raise SpecFieldError(message, spec_location())
 
 
 # ---------------------------------------------------------------------------

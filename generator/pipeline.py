@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from generator import digests, rendering, resolution, spec_loading
-from generator.expansion import ExpandedModule, expand_module
+from generator.expansion import ExpandedModule, check_dtype_config_declarations, expand_module
 from generator.formatting import Formatter
 from generator.matrix import support_matrix
 from generator.output_check import check_module
@@ -23,7 +23,9 @@ def load(root: Path, validate: bool) -> list[ExpandedModule]:
     modules = spec_loading.load_modules(root)
     if validate:
         resolution.validate(modules, root)
-    return [expand_module(m) for m in modules]
+    expanded = [expand_module(m) for m in modules]
+    check_dtype_config_declarations(expanded)
+    return expanded
 
 
 def load_and_build(root: Path, targets: list[Target], jobs: int) -> tuple[list[ExpandedModule], dict[str, str]]:
