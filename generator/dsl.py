@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
-from generator import model
+from generator import model, number_spelling
 from generator.errors import EmptyAxisError, GeneratorError, SpecFieldError
 from generator.model import SourceLocation
 
@@ -61,6 +61,7 @@ def forget_source_files() -> None:
     """Drop what was read from spec files' source: a run reads each file as it is now."""
     for cached in (_assignments, _name_assignments, _keyword_lines):
         cached.cache_clear()
+    number_spelling.forget()
 
 
 def set_project_root(root: Path | None) -> None:
@@ -489,8 +490,16 @@ def DTypeWithConstraints(dtype=None, **bounds) -> model.DTypeWithConstraints:
         name=_assigned_name("DTypeWithConstraints", location),
         dtype=_to_dtype(dtype, "dtype", constraints_allowed=False),
         location=location,
+        spellings=_spellings(location, bounds),
         **bounds,
     )
+
+
+def _spellings(location: SourceLocation | None, bounds: dict) -> tuple[tuple[str, str], ...]:
+    """How the spec spells the bounds (`2**-12`), proven equal to their values; see number_spelling."""
+    if location is None or _project_root is None:
+        return ()
+    return number_spelling.bound_spellings(_project_root, location.file, location.line, bounds)
 
 
 @spec_function
