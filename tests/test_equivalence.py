@@ -20,6 +20,7 @@ from generator import cli
 from generator.compare import _pattern_key, compare_pattern_configs
 from generator.divergence import split_differences, torch_key
 from tests.builders import BUILDERS, GENERATED_MODULES, REFERENCED, _module_from_file, discover
+from tests.conftest import ROOT
 
 # ---------------------------------------------------------------------------
 # Equality with the reference
@@ -242,10 +243,12 @@ def test_undeclared_and_stale_differences_fail(project, capsys):
 QNNPACK_WEIGHT = '''qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12 = DTypeWithConstraints(
     **WEIGHT_QINT8_NEG_127_TO_127_SCALE_MIN_2_NEG_12
 )'''
-RAISED_WEIGHT = '''qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12 = changed(
-    DTypeWithConstraints(**{**WEIGHT_QINT8_NEG_127_TO_127_SCALE_MIN_2_NEG_12, "scale_min_lower_bound": BOUND}),
-    "our int8 kernels need weight scales of at least 2**-10",
-)'''
+# The README's walkthrough ("Reviewing a spec pull request") declares it so:
+RAISED_WEIGHT = next(
+    block.strip()
+    for block in re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    if block.startswith("qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12 = changed(")
+).replace('"scale_min_lower_bound": 2**-10', '"scale_min_lower_bound": BOUND')
 
 
 def raise_qnnpack_weight_bound(project, bound: str = "2**-10", declared: bool = True) -> int:
