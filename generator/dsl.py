@@ -722,12 +722,9 @@ class Declared:
 
     def __init__(self, kind: str, pattern, reason):
         self.location = spec_location()
-        if not isinstance(reason, str) or not reason.strip() or "\n" in reason.strip():
-            example = f'{kind}(nn.Mish, "why")'
-            raise SpecFieldError(f"{kind}() needs a short one-line reason, e.g. {example}", self.location)
         self.kind = kind
         self.pattern = pattern
-        self.divergence = model.Divergence(kind, reason.strip(), self.location)
+        self.divergence = _divergence(kind, reason, f'{kind}(nn.Mish, "why")', self.location)
 
     def unwrap(self, pattern, complex_format):
         """config()'s pattern and pattern_complex_format with this wrapper taken off."""
@@ -775,12 +772,18 @@ def _changed_dtype_config(value, reason):
     equal the reference's, the declaration is stale.
     """
     location = spec_location()
-    if not isinstance(reason, str) or not reason.strip() or "\n" in reason.strip():
-        example = f'{value.name} = changed({type(value).__name__}(...), "why")'
-        raise SpecFieldError(f"changed() needs a short one-line reason, e.g. {example}", location)
+    example = f'{value.name} = changed({type(value).__name__}(...), "why")'
+    divergence = _divergence("changed", reason, example, location)
     if value.divergence is not None:
         raise SpecFieldError(f"{describe(value)} is already declared changed at {value.divergence.location}", location)
-    return replace(value, divergence=model.Divergence("changed", reason.strip(), location))
+    return replace(value, divergence=divergence)
+
+
+def _divergence(kind: str, reason, example: str, location) -> model.Divergence:
+    """A declaration's difference, with the short one-line reason a reviewer reads."""
+    if not isinstance(reason, str) or not reason.strip() or "\n" in reason.strip():
+        raise SpecFieldError(f"{kind}() needs a short one-line reason, e.g. {example}", location)
+    return model.Divergence(kind, reason.strip(), location)
 
 
 def _only_patterns(kind: str, value) -> None:
