@@ -9,6 +9,7 @@ The declaration tests below make both breaks on a copy of the project.
 
 import importlib
 import inspect
+import json
 import pkgutil
 import re
 
@@ -284,6 +285,16 @@ def test_a_declared_dtype_config_change_keeps_the_suite_green(project, capsys):
     )
     assert out.startswith("no undeclared differences in ") and declared in out.splitlines(), out
     assert declared.replace("qnnpack:", "executorch:", 1) in out.splitlines()
+    code = cli.main(["--root", str(project), "diff", "--against-torch", "--format", "json", "qnnpack"])
+    qnnpack = json.loads(capsys.readouterr().out)["backends"][0]
+    assert code == 0 and qnnpack["status"] == "same" and qnnpack["dtype_configs"] == []
+    assert qnnpack["declared"] == [{
+        "kind": "changed",
+        "pattern": "DTypeWithConstraints qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12",
+        "reason": "our int8 kernels need weight scales of at least 2**-10",
+        "location": f"spec/qnnpack.py:{line}",
+        "fields": [{"field": "weight_dtype.scale_min_lower_bound", "old": "0.000244140625", "new": "0.0009765625"}],
+    }]
     matrix = (project / "docs" / "support-matrix.md").read_text()
     row = "| `qnnpack` | `DTypeWithConstraints qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12` | ~ changed |"
     assert row in matrix
