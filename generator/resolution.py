@@ -225,7 +225,11 @@ def _import(module: str, path: str, ref: TorchRef):
     except ModuleNotFoundError as error:
         if error.name != module:
             raise _import_failure(module, path, error, ref) from None
-        raise UnknownTorchNameError(f"unknown name {path}: no module {module}", ref.location) from None
+        import difflib
+
+        close = difflib.get_close_matches(module, sorted({m.name for m in pkgutil.iter_modules()}), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise UnknownTorchNameError(f"unknown name {path}: no module {module}{hint}", ref.location) from None
     except Exception as error:  # e.g. a user's reference builder module that fails to import
         raise _import_failure(module, path, error, ref) from None
 
