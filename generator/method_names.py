@@ -27,8 +27,9 @@ _GETATTR = ("getattr", "builtins.getattr")
 
 
 def fact_key(name: str) -> str:
-    """The cache key of a method name's fact, beside the torch names' facts."""
-    return f"torch.Tensor.{name}"
+    """The cache key of a method name's fact, beside the torch names' facts (never a dotted path,
+    so that it cannot collide with the fact about a name such as `torch.Tensor.view`)."""
+    return f"Tensor method {name}"
 
 
 def uses(modules: list[ModuleSpec]) -> dict[str, SourceLocation | None]:
