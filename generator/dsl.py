@@ -774,8 +774,12 @@ def _changed_dtype_config(value, reason):
     location = spec_location()
     example = f'{value.name} = changed({type(value).__name__}(...), "why")'
     divergence = _divergence("changed", reason, example, location)
-    if value.divergence is not None:
-        raise SpecFieldError(f"{describe(value)} is already declared changed at {value.divergence.location}", location)
+    made_here = location is None or (value.location is not None and value.location.file == location.file
+                                     and value.location.line >= location.line)  # fmt: skip
+    if value.divergence is not None or not made_here:
+        # Wrapping a dtype config made elsewhere would leave two versions of one named constant.
+        message = f"changed() wraps the {type(value).__name__}(...) call itself, e.g. {example}, not {describe(value)}"
+        raise SpecFieldError(message, location)
     return replace(value, divergence=divergence)
 
 
