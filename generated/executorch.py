@@ -34,26 +34,26 @@ __all__ = [
 
 executorch_act_qint8_scale_min_2_neg_12 = DTypeWithConstraints(
     dtype=torch.qint8,
-    scale_min_lower_bound=0.000244140625,
+    scale_min_lower_bound=2**-12,
 )
 
 executorch_weight_qint8_neg_127_to_127_scale_min_2_neg_12 = DTypeWithConstraints(
     dtype=torch.qint8,
     quant_min_lower_bound=-127,
     quant_max_upper_bound=127,
-    scale_min_lower_bound=0.000244140625,
+    scale_min_lower_bound=2**-12,
 )
 
 qnnpack_act_qint8_scale_min_2_neg_12 = DTypeWithConstraints(
     dtype=torch.qint8,
-    scale_min_lower_bound=0.000244140625,
+    scale_min_lower_bound=2**-12,
 )
 
 qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12 = DTypeWithConstraints(
     dtype=torch.qint8,
     quant_min_lower_bound=-127,
     quant_max_upper_bound=127,
-    scale_min_lower_bound=0.000244140625,
+    scale_min_lower_bound=2**-12,
 )
 
 # ===================

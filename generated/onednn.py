@@ -42,7 +42,7 @@ _FIXED_QPARAM_OP_0TO1_CONSTRAINTS = DTypeWithConstraints(
     dtype=torch.quint8,
     quant_min_lower_bound=0,
     quant_max_upper_bound=255,
-    scale_exact_match=0.00390625,
+    scale_exact_match=1.0 / 256.0,
     zero_point_exact_match=0,
 )
 
@@ -50,7 +50,7 @@ _FIXED_QPARAM_OP_NEG1TO1_CONSTRAINTS = DTypeWithConstraints(
     dtype=torch.quint8,
     quant_min_lower_bound=0,
     quant_max_upper_bound=255,
-    scale_exact_match=0.0078125,
+    scale_exact_match=2.0 / 256.0,
     zero_point_exact_match=128,
 )
 

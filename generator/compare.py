@@ -413,6 +413,11 @@ _MISSING = object()
 _MAX_CLOSURE_DEPTH = 8
 
 
+def equivalent_functions(a: Any, b: Any) -> bool:
+    """Same code, defaults, referenced globals and closure contents (partials: function and arguments)."""
+    return _equivalent_functions(a, b, depth=0)
+
+
 def _equivalent_functions(a: Any, b: Any, depth: int) -> bool:
     """Same code, defaults, referenced globals and closure contents."""
     if a is b:

@@ -27,6 +27,7 @@ OUTPUT_SHAPING_MODULES = (
     "expansion.py",
     "rendering.py",
     "source_spelling.py",
+    "number_spelling.py",  # the spelling of numbers in generated modules
     "formatting.py",
     "digests.py",
     "pipeline.py",  # joins header and body

@@ -1,8 +1,9 @@
 """A generated builder against its reference: the declared differences apart from the rest.
 
 A spec may declare that a backend adds, removes or changes a pattern relative to
-its reference builder (`added`, `removed`, `changed` in generator/dsl.py). The
-generated builder must then equal the reference plus exactly those changes:
+its reference builder (`added`, `removed`, `changed` in generator/dsl.py), or
+changes a dtype config (`changed` around a DTypeConfig or DTypeWithConstraints).
+The generated builder must then equal the reference plus exactly those changes:
 - every difference outside the declared patterns is undeclared drift;
 - a declaration that does not happen (the pattern is not added, not removed, or
   not changed after all) is stale, so that it cannot linger after a torch upgrade.
@@ -11,10 +12,11 @@ Imports torch: the comparison runs on built BackendConfigs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from torch.ao.quantization.backend_config import BackendConfig, BackendPatternConfig
+from torch.ao.quantization.backend_config import BackendConfig, BackendPatternConfig, DTypeConfig
 
 from generator import compare, resolution
 from generator.errors import ReferenceBuilderError
@@ -29,6 +31,10 @@ class Split:
     declared: tuple[Declaration, ...]  # declarations that happen
     stale: tuple[str, ...]  # declarations that do not happen, one line each
     undeclared: tuple[compare.Difference, ...]  # every other difference
+    # The reference with our dtype configs where a declared change of a dtype config stands,
+    # and, per such declaration that happens, the (reference's, ours) dtype configs it replaced.
+    reference: BackendConfig | None = None
+    replaced: dict[Declaration, tuple[tuple[DTypeConfig, DTypeConfig], ...]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -39,7 +45,7 @@ def split_differences(
     label: str, ours: BackendConfig, theirs: BackendConfig, declarations: tuple[Declaration, ...]
 ) -> Split:
     """Compare `ours` with `theirs` outside the declared patterns, and check each declaration happens."""
-    keys = {d: torch_key(d.key) for d in declarations}
+    keys = {d: torch_key(d.key) for d in declarations if not d.of_dtype_config}
     ours_by_key = {compare._pattern_key(c): c for c in ours.configs}
     theirs_by_key = {compare._pattern_key(c): c for c in theirs.configs}
     happened, stale = [], []
@@ -50,11 +56,54 @@ def split_differences(
             stale.append(f"{label}: {declaration.pattern}: {where}, but {problem}")
         else:
             happened.append(declaration)
+    reference, replaced = with_declared_dtype_configs(ours, theirs, declarations)
+    for declaration in (d for d in declarations if d.of_dtype_config):
+        pairs = replaced.get(declaration, ())
+        if any(compare._dtype_config_key(mine) != compare._dtype_config_key(its) for its, mine in pairs):
+            happened.append(declaration)
+            continue
+        problem = "it equals the reference's, field by field" if pairs else "the reference has none in its place"
+        stale.append(f"{label}: {declaration.pattern}: declared changed at {declaration.location}, but {problem}")
     declared_keys = set(keys.values())
     undeclared = compare.compare_backend_configs(
-        label, without(ours, declared_keys), without(theirs, declared_keys)
+        label, without(ours, declared_keys), without(reference, declared_keys)
     )
-    return Split(tuple(happened), tuple(stale), tuple(undeclared))
+    return Split(tuple(happened), tuple(stale), tuple(undeclared), reference, replaced)
+
+
+def with_declared_dtype_configs(ours: BackendConfig, theirs: BackendConfig, declarations: tuple[Declaration, ...]):
+    """The reference with our dtype config wherever a declared change of a dtype config stands.
+
+    The declaration lists where the backend uses the dtype config (pattern, position);
+    where the reference registers that pattern with as many dtype configs, its dtype
+    config in that position is the one ours stands for. The comparison outside the
+    declarations then sees ours there, so only undeclared differences remain.
+    Returns (that reference, {declaration: ((reference's, ours), ...)}).
+    """
+    ours_by_key = {compare._pattern_key(c): c for c in ours.configs}
+    theirs_by_key = {compare._pattern_key(c): c for c in theirs.configs}
+    lists: dict[object, list] = {}
+    replaced: dict[Declaration, list] = {}
+    for declaration in (d for d in declarations if d.of_dtype_config):
+        for key, index in declaration.uses:
+            key = torch_key(key)
+            mine, its = ours_by_key.get(key), theirs_by_key.get(key)
+            if mine is None or its is None or len(mine.dtype_configs) != len(its.dtype_configs):
+                continue
+            new_list = lists.setdefault(key, list(its.dtype_configs))
+            replaced.setdefault(declaration, []).append((its.dtype_configs[index], mine.dtype_configs[index]))
+            new_list[index] = mine.dtype_configs[index]
+    if not lists:
+        return theirs, {}
+    configs = []
+    for config in theirs.configs:
+        key = compare._pattern_key(config)
+        if key in lists:
+            config = copy.copy(config)  # the reference's own config stays as built
+            config.dtype_configs = lists[key]
+        configs.append(config)
+    reference = BackendConfig(theirs.name).set_backend_pattern_configs(configs)
+    return reference, {d: tuple(pairs) for d, pairs in replaced.items()}
 
 
 def _stale_reason(kind: str, ours: BackendPatternConfig | None, theirs: BackendPatternConfig | None, label: str):

@@ -18,11 +18,11 @@ import itertools
 import keyword
 import re
 import sys
-from dataclasses import fields
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
-from generator import model
+from generator import model, number_spelling
 from generator.errors import EmptyAxisError, GeneratorError, SpecFieldError
 from generator.model import SourceLocation
 
@@ -63,6 +63,7 @@ def forget_source_files() -> None:
     """Drop what was read from spec files' source: a run reads each file as it is now."""
     for cached in (_assignments, _name_assignments, _keyword_lines):
         cached.cache_clear()
+    number_spelling.forget()
 
 
 def set_project_root(root: Path | None) -> None:
@@ -490,7 +491,7 @@ def _to_dtype(value, what: str, constraints_allowed: bool):
     )
 
 
-_BOUNDS = [f.name for f in fields(model.DTypeWithConstraints)][2:-1]
+_BOUNDS = list(model.CONSTRAINT_BOUNDS)
 _ORDERED_BOUNDS = (
     ("quant_min_lower_bound", "quant_max_upper_bound"),
     ("scale_min_lower_bound", "scale_max_upper_bound"),
@@ -514,8 +515,16 @@ def DTypeWithConstraints(dtype=None, **bounds) -> model.DTypeWithConstraints:
         name=_assigned_name("DTypeWithConstraints", location),
         dtype=_to_dtype(dtype, "dtype", constraints_allowed=False),
         location=location,
+        spellings=_spellings(location, bounds),
         **bounds,
     )
+
+
+def _spellings(location: SourceLocation | None, bounds: dict) -> tuple[tuple[str, str], ...]:
+    """How the spec spells the bounds (`2**-12`), proven equal to their values; see number_spelling."""
+    if location is None or _project_root is None:
+        return ()
+    return number_spelling.bound_spellings(_project_root, location.file, location.line, bounds)
 
 
 @spec_function
@@ -769,12 +778,9 @@ class Declared:
 
     def __init__(self, kind: str, pattern, reason):
         self.location = spec_location()
-        if not isinstance(reason, str) or not reason.strip() or "\n" in reason.strip():
-            example = f'{kind}(nn.Mish, "why")'
-            raise SpecFieldError(f"{kind}() needs a short one-line reason, e.g. {example}", self.location)
         self.kind = kind
         self.pattern = pattern
-        self.divergence = model.Divergence(kind, reason.strip(), self.location)
+        self.divergence = _divergence(kind, reason, f'{kind}(nn.Mish, "why")', self.location)
 
     def unwrap(self, pattern, complex_format):
         """config()'s pattern and pattern_complex_format with this wrapper taken off."""
@@ -793,17 +799,58 @@ class Declared:
 
 def added(pattern, reason: str) -> Declared:
     """A pattern the reference builder does not register: `config(added(nn.Mish, "why"), ...)`."""
+    _only_patterns("added", pattern)
     return Declared("added", pattern, reason)
 
 
-def changed(pattern, reason: str) -> Declared:
-    """A pattern both register, configured differently here: `config(changed(nn.Linear, "why"), ...)`."""
+def changed(pattern, reason: str):
+    """A pattern both register, configured differently here: `config(changed(nn.Linear, "why"), ...)`.
+
+    Around a dtype config or a DTypeWithConstraints, `x = changed(DTypeConfig(...), "why")`
+    declares that its content differs from the reference's (see `_changed_dtype_config`).
+    """
+    if isinstance(pattern, (model.DTypeConfig, model.DTypeWithConstraints)):
+        return _changed_dtype_config(pattern, reason)
     return Declared("changed", pattern, reason)
 
 
 def removed(pattern, reason: str) -> Declared:
     """A reference pattern this backend drops: stands in a backend's configs or where config(...) gets it."""
+    _only_patterns("removed", pattern)
     return Declared("removed", pattern, reason)
+
+
+def _changed_dtype_config(value, reason):
+    """A dtype config (or constraint) whose content differs from the reference's on purpose.
+
+    Each backend with a reference that uses it (or, for a DTypeWithConstraints, a dtype
+    config holding it) reports the change as declared; where its content turns out to
+    equal the reference's, the declaration is stale.
+    """
+    location = spec_location()
+    example = f'{value.name} = changed({type(value).__name__}(...), "why")'
+    divergence = _divergence("changed", reason, example, location)
+    made_here = location is None or (value.location is not None and value.location.file == location.file
+                                     and value.location.line >= location.line)  # fmt: skip
+    if value.divergence is not None or not made_here:
+        # Wrapping a dtype config made elsewhere would leave two versions of one named constant.
+        message = f"changed() wraps the {type(value).__name__}(...) call itself, e.g. {example}, not {describe(value)}"
+        raise SpecFieldError(message, location)
+    return replace(value, divergence=divergence)
+
+
+def _divergence(kind: str, reason, example: str, location) -> model.Divergence:
+    """A declaration's difference, with the short one-line reason a reviewer reads."""
+    if not isinstance(reason, str) or not reason.strip() or "\n" in reason.strip():
+        raise SpecFieldError(f"{kind}() needs a short one-line reason, e.g. {example}", location)
+    return model.Divergence(kind, reason.strip(), location)
+
+
+def _only_patterns(kind: str, value) -> None:
+    if isinstance(value, (model.DTypeConfig, model.DTypeWithConstraints)):
+        example = 'x = changed(DTypeConfig(...), "why")'
+        message = f"{kind}() wraps a pattern; a dtype config can only be declared changed(), e.g. {example}"
+        raise SpecFieldError(message, spec_location())
 
 
 # ---------------------------------------------------------------------------

@@ -15,7 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from generator.errors import EmptyBackendError, NameClashError, SpecFieldError
+from generator.errors import (
+    DeclarationWithoutReferenceError,
+    EmptyBackendError,
+    NameClashError,
+    SpecFieldError,
+)
 from generator.model import (
     Backend,
     DTypeConfig,
@@ -54,6 +59,13 @@ class Declaration:
     pattern: str  # the pattern as the spec writes it
     reason: str
     location: SourceLocation | None
+    # A declared change of a dtype config (key None): where the backend uses it, as
+    # (pattern key, index in that pattern's dtype configs), its copies for fixed-qparams ops included.
+    uses: tuple[tuple[Pattern, int], ...] = ()
+
+    @property
+    def of_dtype_config(self) -> bool:
+        return self.key is None
 
     def __str__(self) -> str:
         sign = {"added": "+", "removed": "-", "changed": "~"}[self.kind]
@@ -80,7 +92,35 @@ class ExpandedBackend:
                 self.backend.label, divergence.kind, item.key, shown, divergence.reason, divergence.location
             )
             found.setdefault((declaration.kind, declaration.key), declaration)
-        return tuple(found.values())
+        return tuple(found.values()) + self._dtype_config_declarations()
+
+    def _dtype_config_declarations(self) -> tuple[Declaration, ...]:
+        """One per `changed()` dtype config or constraint that this backend's patterns use."""
+        uses: dict[SourceLocation | None, list] = {}
+        subjects: dict[SourceLocation | None, tuple] = {}
+        for config in self.backend.configs:
+            if config.divergence is not None:  # a declared pattern is compared as a whole
+                continue
+            for index, dtype_config in enumerate(config.dtype_configs):
+                divergence = dtype_config.declared_change
+                if divergence is not None:
+                    uses.setdefault(divergence.location, []).append((config.key, index))
+                    subjects.setdefault(divergence.location, (divergence, set()))[1].add(_subject(dtype_config))
+        return tuple(
+            Declaration(self.backend.label, "changed", None, min(names), divergence.reason, divergence.location,
+                        tuple(uses[location]))
+            for location, (divergence, names) in subjects.items()
+        )  # fmt: skip
+
+
+def _subject(dtype_config: DTypeConfig) -> str:
+    """What a dtype-config declaration is called: the declared constraint, else the dtype config
+    (its fixed-qparams copies, `<name>_<suffix>`, sort after it and are not named)."""
+    if dtype_config.divergence is None:
+        sides = (dtype_config.input_dtype, dtype_config.output_dtype, dtype_config.weight_dtype)
+        held = next(s for s in sides if isinstance(s, DTypeWithConstraints) and s.divergence is not None)
+        return f"DTypeWithConstraints {held.name}"
+    return f"dtype config {dtype_config.name}"
 
 
 @dataclass(frozen=True)
@@ -105,6 +145,35 @@ def expand_module(module: ModuleSpec) -> ExpandedModule:
     )
     _check_builder_names(expanded)
     return expanded
+
+
+def check_dtype_config_declarations(modules: list[ExpandedModule]) -> None:
+    """A changed() dtype config or constraint needs a backend with a reference builder that uses it.
+
+    Like a pattern's declaration, it would otherwise be silently ignored.
+    """
+    reached: dict[SourceLocation | None, list] = {}
+    for module in modules:
+        for dtype_config in module.dtype_configs:
+            if dtype_config.declared_change is not None:
+                reached.setdefault(dtype_config.declared_change.location, [])
+        for expanded in module.backends:
+            for dtype_config in (dc for c in expanded.backend.configs for dc in c.dtype_configs):
+                if dtype_config.declared_change is not None:
+                    reached[dtype_config.declared_change.location].append(expanded.backend)
+    for location, backends in reached.items():
+        if not any(backend.reference is not None for backend in backends):
+            names = list(dict.fromkeys(repr(b.label) for b in backends))
+            whose = (
+                "no backend uses it" if not names
+                else f"backend {names[0]} has none" if len(names) == 1
+                else f"none of the backends that use it ({', '.join(names)}) has one"
+            )  # fmt: skip
+            raise DeclarationWithoutReferenceError(
+                f"changed() declares a difference from a reference builder, but {whose} "
+                "(give the Backend reference=..., or write the dtype config without the declaration)",
+                location,
+            )
 
 
 def _check_builder_names(module: ExpandedModule) -> None:

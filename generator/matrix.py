@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from generator.expansion import Declaration, ExpandedBackend, ExpandedModule
 from generator.model import DTypeConfig, DTypeWithConstraints, PatternConfig
-from generator.source_spelling import python_source
+from generator.source_spelling import bound_source, python_source
 
 OTHER_FAMILY = "other"
 
@@ -122,6 +122,6 @@ def _fields(dtype_config: DTypeConfig) -> tuple[tuple[str, str], ...]:
 
 def _dtype_text(value) -> str:
     if isinstance(value, DTypeWithConstraints):
-        bounds = ", ".join(f"{k}={v!r}" for k, v in value.bounds.items())
+        bounds = ", ".join(f"{k}={bound_source(value, k)}" for k in value.bounds)
         return f"{python_source(value.dtype)} ({bounds})" if bounds else python_source(value.dtype)
     return python_source(value)

@@ -95,6 +95,11 @@ class DTypeWithConstraints:
     scale_exact_match: float | None = None
     zero_point_exact_match: int | None = None
     location: SourceLocation | None = field(default=None, compare=False, repr=False)
+    # changed(DTypeWithConstraints(...), "reason"): every dtype config holding it differs from the reference's.
+    divergence: Divergence | None = field(default=None, compare=False, repr=False)
+    # (bound, source spelling) where the spec spells a bound otherwise than its repr, e.g.
+    # ("scale_min_lower_bound", "2**-12"); the value above is what counts (see generator/number_spelling.py).
+    spellings: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def bounds(self) -> dict[str, int | float]:
@@ -116,6 +121,16 @@ class DTypeConfig:
     bias_dtype: TorchRef | None = None
     is_dynamic: bool | None = None
     location: SourceLocation | None = field(default=None, compare=False, repr=False)
+    # changed(DTypeConfig(...), "reason"): its content differs from the reference's on purpose.
+    divergence: Divergence | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def declared_change(self) -> Divergence | None:
+        """The declared change of this dtype config: its own, else that of a constrained side it holds."""
+        if self.divergence is not None:
+            return self.divergence
+        sides = (self.input_dtype, self.output_dtype, self.weight_dtype)
+        return next((s.divergence for s in sides if isinstance(s, DTypeWithConstraints) and s.divergence), None)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from generator import digests, naming, rendering, resolution, spec_loading
-from generator.expansion import ExpandedModule, expand_module
+from generator.expansion import ExpandedModule, check_dtype_config_declarations, expand_module
 from generator.formatting import Formatter
 from generator.matrix import support_matrix
 from generator.output_check import check_module
@@ -25,6 +25,7 @@ def load(root: Path, validate: bool) -> list[ExpandedModule]:
     if validate:
         resolution.validate(modules, root)
     expanded = [expand_module(m) for m in modules]
+    check_dtype_config_declarations(expanded)
     naming.check_module_names(root, expanded)
     return expanded
 

@@ -25,7 +25,7 @@ from generator.model import (
     FunctionDef,
     SourceLocation,
 )
-from generator.source_spelling import docstring, import_lines, python_source
+from generator.source_spelling import bound_source, docstring, import_lines, python_source
 
 
 @functools.cache
@@ -45,6 +45,7 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
     )
     env.filters["py"] = _python_source
     env.filters["docstring"] = docstring
+    env.filters["bound"] = bound_source
     env.filters["md_code"] = markdown_code
     env.globals["DEFAULT_OBSERVATION_TYPE"] = DEFAULT_OBSERVATION_TYPE
     env.globals["BLOCK_MARKER"] = BLOCK_MARKER

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import json
+import pkgutil
 import sys
 from importlib import metadata
 from pathlib import Path
 
-from generator import writing
+from generator import method_names, writing
 from generator.errors import SpecFieldError, TemplateRenderError, TorchKindError, UnknownTorchNameError, WriteError
 from generator.model import (
     Call,
@@ -64,7 +66,11 @@ def validate(modules: list[ModuleSpec], root: Path) -> None:
             facts.update(_facts_from_torch(unknown))
     for ref, role, what in uses:
         _check(ref, role, what, facts[ref.path])
-    if unknown:
+    methods = method_names.uses(modules)
+    unknown_methods = {name: where for name, where in methods.items() if method_names.fact_key(name) not in facts}
+    if unknown_methods:
+        facts.update(method_names.facts_from_torch(unknown_methods, root))
+    if unknown or unknown_methods:
         try:
             writing.write_if_changed(cache_file, json.dumps(facts, indent=0, sort_keys=True))
         except WriteError:
@@ -249,7 +255,11 @@ def _import(module: str, path: str, ref: TorchRef):
     except ModuleNotFoundError as error:
         if error.name != module:
             raise _import_failure(module, path, error, ref) from None
-        raise UnknownTorchNameError(f"unknown name {path}: no module {module}", ref.location) from None
+        import difflib
+
+        close = difflib.get_close_matches(module, sorted({m.name for m in pkgutil.iter_modules()}), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise UnknownTorchNameError(f"unknown name {path}: no module {module}{hint}", ref.location) from None
     except Exception as error:  # e.g. a user's reference builder module that fails to import
         raise _import_failure(module, path, error, ref) from None
 
@@ -259,16 +269,32 @@ def _import_failure(module: str, path: str, error: Exception, ref: TorchRef) -> 
 
 
 def _import_submodule(module: str, path: str, part: str, parent, ref: TorchRef):
+    if not inspect.ismodule(parent):  # a class or function has attributes, never submodules
+        raise _unknown(path, module, part, parent, ref)
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as error:
         if error.name != module:  # the module exists but fails to import something else
             raise _import_failure(module, path, error, ref) from None
-        import difflib
-
-        close = difflib.get_close_matches(part, [n for n in dir(parent) if not n.startswith("__")], n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        owner = module.rsplit(".", 1)[0]
-        raise UnknownTorchNameError(f"unknown torch name {path}: {owner} has no {part!r}{hint}", ref.location) from None
+        raise _unknown(path, module, part, parent, ref) from None
     except Exception as error:
         raise _import_failure(module, path, error, ref) from None
+
+
+def _unknown(path: str, module: str, part: str, parent, ref: TorchRef) -> UnknownTorchNameError:
+    """`unknown torch name` for torch's names, `unknown name` for others (a user's `importable()`)."""
+    import difflib
+
+    close = difflib.get_close_matches(part, sorted(_members(parent)), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    owner = module.rsplit(".", 1)[0]
+    what = "unknown torch name" if path.split(".")[0] == "torch" else "unknown name"
+    return UnknownTorchNameError(f"{what} {path}: {owner} has no {part!r}{hint}", ref.location)
+
+
+def _members(parent) -> set[str]:
+    """A module's or object's attribute names, and a package's submodules not imported yet."""
+    names = {n for n in dir(parent) if not n.startswith("__")}
+    if inspect.ismodule(parent) and hasattr(parent, "__path__"):
+        names |= {info.name for info in pkgutil.iter_modules(parent.__path__)}
+    return names

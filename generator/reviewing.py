@@ -95,14 +95,22 @@ def against_torch(root: Path, refs: list[BuilderRef]) -> Iterator[BackendDiff]:
         ours = _build(module, ref)
         theirs = divergence.build_reference(ref.reference, root, ref.location)
         names, where = _dtype_names(module), ({}, locations.get(ref.label, {}))
-        names = {**names, **_paired_names(theirs, ours, names)}
         split = divergence.split_differences(ref.label, ours, theirs, ref.declarations)
-        keys = {divergence.torch_key(d.key) for d in ref.declarations}
-        drift = backend_diff(ref.label, divergence.without(theirs, keys), divergence.without(ours, keys), names, where)
+        compared = split.reference  # the reference with ours where a declared dtype config change stands
+        names = {**names, **_paired_names(compared, ours, names)}
+        keys = {divergence.torch_key(d.key) for d in ref.declarations if not d.of_dtype_config}
+        drift = backend_diff(
+            ref.label, divergence.without(compared, keys), divergence.without(ours, keys), names, where
+        )
         # The reviewer's diff names every field the comparator checks; this is a safety net, not a format.
         shown = drift.patterns or drift.name or drift.dtype_configs
-        unexplained = split.stale + (() if shown else tuple(map(str, split.undeclared)))
-        declared = tuple(_declared(d, theirs, ours, names, where, ref.label) for d in split.declared)
+        stale = tuple(line.removeprefix(f"{ref.label}: ") for line in split.stale)  # lines() adds the label
+        unexplained = stale + (() if shown else tuple(map(str, split.undeclared)))
+        declared = tuple(
+            _declared_dtype_config(d, split.replaced[d]) if d.of_dtype_config
+            else _declared(d, theirs, ours, names, where, ref.label)
+            for d in split.declared
+        )  # fmt: skip
         status = "changed" if unexplained else drift.status
         yield dataclasses.replace(drift, status=status, unexplained=unexplained, declared=declared)
 
@@ -152,6 +160,29 @@ def _declared(declaration: Declaration, theirs, ours, names, where, label: str):
     fields = tuple(f for change in changes.patterns for f in change.fields)
     location = str(declaration.location) if declaration.location else None
     return DeclaredChange(declaration.kind, str(declaration.pattern), declaration.reason, location, fields)
+
+
+def _declared_dtype_config(declaration: Declaration, replaced):
+    """A declared change of a dtype config, with the fields in which ours differ from the reference's."""
+    from generator.compare import DeclaredChange, _dtype_config_fields
+
+    fields = {}
+    for its, mine in replaced:
+        for change in _dtype_config_fields(its, mine):
+            fields.setdefault(str(change), change)
+    location = str(declaration.location) if declaration.location else None
+    return DeclaredChange(declaration.kind, declaration.pattern, declaration.reason, location, tuple(fields.values()))
+
+
+def reference_title(refs: list[BuilderRef]) -> str:
+    """What the reference side is called: `torch` only when every reference is torch's builder.
+
+    One reference of the user's own is named by its dotted path; several are `reference`.
+    """
+    references = sorted({ref.reference for ref in refs if ref.reference is not None})
+    if all(path.startswith("torch.") for path in references):
+        return "torch"
+    return references[0] if len(references) == 1 else "reference"
 
 
 def unreferenced(refs: list[BuilderRef]) -> list[str]:

@@ -84,6 +84,15 @@ def python_source(value) -> str:
     raise TemplateRenderError(f"cannot write {value!r} as Python source")
 
 
+def bound_source(constraints: DTypeWithConstraints, bound: str) -> str:
+    """A constraint bound as the spec spells it (`2**-12`) when that spelling is proven to equal
+    the value, else as its repr."""
+    from generator.number_spelling import proven
+
+    value = getattr(constraints, bound)
+    return proven(value, dict(constraints.spellings).get(bound)) or python_source(value)
+
+
 def docstring(text: str) -> str:
     """A docstring literal for spec text, falling back to repr when quoting needs it."""
     if '"""' in text or "\\" in text or text.endswith('"'):

@@ -80,7 +80,7 @@ ODD_STRINGS = ["it's", 'say "hi"', "back\\slash", "new\nline", 'tri"""ple', "pip
 ODD_SPEC = '''
 """A spec with strings that need escaping."""
 
-from generator.dsl import Backend, DTypeConfig, Module, config, torch
+from generator.dsl import Backend, DTypeConfig, Module, config, importable, torch
 
 weighted_op_quint8_dtype_config = DTypeConfig(
     input_dtype=torch.quint8, output_dtype=torch.quint8, weight_dtype=torch.qint8, bias_dtype=torch.float
@@ -93,7 +93,14 @@ MODULE = Module(
             name={name!r},
             builder="get_qnnpack_pt2e_backend_config",
             doc={doc!r},
-            configs=[config(pattern, [weighted_op_quint8_dtype_config]) for pattern in {patterns!r}],
+            # Strings that no Tensor method has: attribute names of getattr patterns.
+            configs=[
+                config(
+                    pattern_complex_format=(importable("builtins.getattr"), attribute),
+                    dtype_configs=[weighted_op_quint8_dtype_config],
+                )
+                for attribute in {patterns!r}
+            ],
         )
     ],
 )
@@ -111,7 +118,7 @@ def test_odd_strings_are_emitted_as_code_that_equals_them(project, capsys):
     module_spec.loader.exec_module(module)
     config = module.get_qnnpack_pt2e_backend_config()
     assert config.name == name
-    assert [c.pattern for c in config.configs] == ODD_STRINGS
+    assert [c._pattern_complex_format for c in config.configs] == [(getattr, s) for s in ODD_STRINGS]
     assert module.__doc__ == doc
     assert module.get_qnnpack_pt2e_backend_config.__doc__ == doc
     matrix, _, _ = parse_matrix((project / "docs" / "support-matrix.md").read_text())
@@ -147,7 +154,7 @@ def test_a_rendered_module_that_is_broken_is_never_written(project, capsys, temp
 
 SHARED_OPS_BACKEND = '''"""A backend without a reference builder that uses torch's shared op list."""
 
-from generator.dsl import Backend, DTypeConfig, Module, config, torch
+from generator.dsl import Backend, DTypeConfig, Module, config, importable, torch
 from spec._common import DEFAULT_OPS
 
 quint8_dtype_config = DTypeConfig(input_dtype=torch.quint8, output_dtype=torch.quint8)

@@ -9,6 +9,7 @@ The declaration tests below make both breaks on a copy of the project.
 
 import importlib
 import inspect
+import json
 import pkgutil
 import re
 
@@ -19,7 +20,8 @@ from torch.ao.quantization.backend_config import BackendConfig, DTypeConfig
 from generator import cli
 from generator.compare import _pattern_key, compare_pattern_configs
 from generator.divergence import split_differences, torch_key
-from tests.builders import BUILDERS, GENERATED_MODULES, REFERENCED, discover
+from tests.builders import BUILDERS, GENERATED_MODULES, REFERENCED, _module_from_file, discover
+from tests.conftest import ROOT
 
 # ---------------------------------------------------------------------------
 # Equality with the reference
@@ -233,3 +235,94 @@ def test_undeclared_and_stale_differences_fail(project, capsys):
     assert "qnnpack_pt2e: - pattern torch.ops.aten.addmm.default" in drift
     assert "declared changed at spec/qnnpack_pt2e.py:" in drift and "aten.mm" not in drift
     assert "declared removed torch.ops.aten.mm.default" in declared and "addmm" not in declared
+
+
+# ---------------------------------------------------------------------------
+# A declared change of a dtype config (README "Reviewing a spec pull request")
+# ---------------------------------------------------------------------------
+
+QNNPACK_WEIGHT = '''qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12 = DTypeWithConstraints(
+    **WEIGHT_QINT8_NEG_127_TO_127_SCALE_MIN_2_NEG_12
+)'''
+# The README's walkthrough ("Reviewing a spec pull request") declares it so:
+RAISED_WEIGHT = next(
+    block.strip()
+    for block in re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    if block.startswith("qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12 = changed(")
+).replace('"scale_min_lower_bound": 2**-10', '"scale_min_lower_bound": BOUND')
+
+
+def raise_qnnpack_weight_bound(project, bound: str = "2**-10", declared: bool = True) -> int:
+    """The README's walkthrough edit of spec/qnnpack.py; the line of its changed() call."""
+    spec = project / "spec" / "qnnpack.py"
+    text = spec.read_text().replace("DTypeWithConstraints, Module", "DTypeWithConstraints, Module, changed", 1)
+    raised = RAISED_WEIGHT.replace("BOUND", bound)
+    if not declared:
+        raised = "\n".join(raised.splitlines()[:2]).replace("changed(\n    ", "").rstrip(",")
+    assert QNNPACK_WEIGHT in text
+    spec.write_text(text.replace(QNNPACK_WEIGHT, raised))
+    return text.splitlines().index(QNNPACK_WEIGHT.splitlines()[0]) + 1
+
+
+def test_a_declared_dtype_config_change_keeps_the_suite_green(project, capsys):
+    line = raise_qnnpack_weight_bound(project)
+    regenerate(project, capsys)
+    builders = {b.id: b for b in discover(project) if b.reference}
+    changed = {name for name, b in builders.items() if any(d.key is None for d in b.declarations)}
+    assert changed >= {"qnnpack", "executorch"}  # executorch shares qnnpack's dtype config
+    for builder in builders.values():
+        assert not equality_failures(builder), builder.id
+    # ... and the change is real: the built configs differ from the reference's in that bound
+    ours = builders["qnnpack"].ours()()
+    bounds = {dc.weight_dtype_with_constraints.scale_min_lower_bound for c in ours.configs for dc in c.dtype_configs}
+    assert 2**-10 in bounds and 2**-12 not in bounds
+    code, out = diff(project, capsys)
+    assert code == 0, out
+    declared = (
+        f"  qnnpack: declared changed DTypeWithConstraints qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12 "
+        f"(spec/qnnpack.py:{line}): our int8 kernels need weight scales of at least 2**-10; "
+        "weight_dtype.scale_min_lower_bound: 0.000244140625 -> 0.0009765625"
+    )
+    assert out.startswith("no undeclared differences in ") and declared in out.splitlines(), out
+    assert declared.replace("qnnpack:", "executorch:", 1) in out.splitlines()
+    code = cli.main(["--root", str(project), "diff", "--against-torch", "--format", "json", "qnnpack"])
+    qnnpack = json.loads(capsys.readouterr().out)["backends"][0]
+    assert code == 0 and qnnpack["status"] == "same" and qnnpack["dtype_configs"] == []
+    assert qnnpack["declared"] == [{
+        "kind": "changed",
+        "pattern": "DTypeWithConstraints qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12",
+        "reason": "our int8 kernels need weight scales of at least 2**-10",
+        "location": f"spec/qnnpack.py:{line}",
+        "fields": [{"field": "weight_dtype.scale_min_lower_bound", "old": "0.000244140625", "new": "0.0009765625"}],
+    }]
+    matrix = (project / "docs" / "support-matrix.md").read_text()
+    row = "| `qnnpack` | `DTypeWithConstraints qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12` | ~ changed |"
+    assert row in matrix
+    generated = (project / "generated" / "qnnpack.py").read_text()
+    assert (
+        "# Changed on purpose (unlike the reference builder): our int8 kernels need weight scales of at least 2**-10\n"
+        "qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12 = DTypeWithConstraints(" in generated
+    )
+
+
+def test_an_undeclared_or_stale_dtype_config_change_fails(project, capsys):
+    original = (project / "spec" / "qnnpack.py").read_text()
+    raise_qnnpack_weight_bound(project, declared=False)  # the README's edit, not declared
+    regenerate(project, capsys)
+    qnnpack = next(b for b in discover(project) if b.id == "qnnpack")
+    assert any(f.startswith("undeclared:") and "scale_min_lower_bound" in f for f in equality_failures(qnnpack))
+    code, out = diff(project, capsys)
+    assert code == 1 and "qnnpack: dtype config qnnpack_weighted_op_qint8_symmetric_dtype_config: " in out
+    # Declared, but with torch's own bound: the declaration does not happen, so it is stale.
+    (project / "spec" / "qnnpack.py").write_text(original)
+    line = raise_qnnpack_weight_bound(project, bound="2**-12")
+    regenerate(project, capsys)
+    _module_from_file.cache_clear()  # the generated module changed under the same path
+    qnnpack = next(b for b in discover(project) if b.id == "qnnpack")
+    stale = (
+        "stale declaration: qnnpack: DTypeWithConstraints qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12: "
+        f"declared changed at spec/qnnpack.py:{line}, but it equals the reference's, field by field"
+    )
+    assert equality_failures(qnnpack) == [stale]
+    code, out = diff(project, capsys)
+    assert code == 1 and stale.removeprefix("stale declaration: ") in out.splitlines(), out  # "qnnpack: " once

@@ -1,6 +1,5 @@
 """docs/support-matrix.md: every cell is what the generated builders register, and check keeps it fresh."""
 
-import ast
 import difflib
 import importlib
 import re
@@ -10,6 +9,7 @@ from torch.ao.quantization.backend_config import DTypeConfig
 
 from generator import cli
 from generator.model import Backend
+from generator.number_spelling import evaluate
 from generator.torch_names import describe_pattern
 from tests.builders import BUILDERS
 from tests.conftest import ROOT
@@ -182,7 +182,7 @@ def constraint_cell(cell: str) -> tuple[object, dict]:
     extras = {}
     for item in filter(None, (match.group(2) or "").split(", ")):
         key, value = item.split("=")
-        extras[key] = ast.literal_eval(value)
+        extras[key] = evaluate(value)  # as the spec spells it: 0, 2**-12, 1.0 / 256.0
     return getattr(torch, match.group(1)), extras
 
 

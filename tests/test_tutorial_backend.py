@@ -10,6 +10,7 @@ written here by hand in torch's own API, as the tutorial writes it.
 import contextlib
 import inspect
 import io
+import json
 import os
 import re
 import shutil
@@ -137,12 +138,16 @@ def test_diff_rev_shows_a_change_to_the_new_backend(project, capsys):
     assert out == f"my_backend: nn.Linear: dtype_configs: - weighted_int8_dtype_config  (spec/my_backend.py:{line})\n"
 
 
+def readme_usage_snippet() -> str:
+    readme = (ROOT / "README.md").read_text()
+    return next(block for block in re.findall(r"```python\n(.*?)```", readme, re.S)
+                if "from generated.my_backend import" in block)
+
+
 def test_the_readme_s_usage_snippet_runs_as_written(tutorial):
     """README "Adding a backend": the prepare_fx snippet runs in the project as it stands there."""
     project, _ = tutorial
-    readme = (ROOT / "README.md").read_text()
-    snippet = next(block for block in re.findall(r"```python\n(.*?)```", readme, re.S)
-                   if "from generated.my_backend import" in block)
+    snippet = readme_usage_snippet()
     # what the snippet leaves behind must be the reference model the tutorial shows
     check = ("\nkinds = {type(m).__name__ for m in reference_model.modules()}"
              "\nassert {'ConvReLU2d', 'Conv2d', 'Linear'} <= kinds and 'ReLU' in kinds, kinds"
@@ -150,6 +155,20 @@ def test_the_readme_s_usage_snippet_runs_as_written(tutorial):
     done = subprocess.run([sys.executable, "-c", snippet + check], cwd=project,
                           env=dict(os.environ, PYTHONPATH=str(project)), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_readme_s_usage_snippet_prints_no_warning(tutorial):
+    """Run as a user runs it (default warning filters, not pytest's): standard error stays empty.
+
+    torch warns "Failed to initialize NumPy" on import when NumPy is missing; the
+    project depends on numpy (pyproject.toml) so that an installed project does not.
+    """
+    project, _ = tutorial
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONWARNINGS")}
+    done = subprocess.run([sys.executable, "-c", readme_usage_snippet()], cwd=project,
+                          env=dict(environment, PYTHONPATH=str(project)), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
 
 
 def test_generic_checks_pass_on_the_tutorial_backend(my_backend):
@@ -250,8 +269,14 @@ def test_a_user_s_own_reference_builder_is_compared_like_torch_s(project, capsys
         builder = next(b for b in discover(project) if b.module == "my_backend")
         assert builder.reference == "my_reference.tutorial_backend_config"
         assert not compare_backend_configs("my_backend", builder.ours()(), builder.theirs()())
-        no_differences = "no differences in 1 backend (torch -> generated)\n"
+        # The reference is named as the spec names it: it is not torch's.
+        no_differences = "no differences in 1 backend (my_reference.tutorial_backend_config -> generated)\n"
         assert run(capsys, project, "diff", "--against-torch", "my_backend") == (0, no_differences)
+        code, out = run(capsys, project, "diff", "--against-torch", "--format", "json", "my_backend")
+        assert (code, json.loads(out)["old"]) == (0, "my_reference.tutorial_backend_config")
+        code, out = run(capsys, project, "diff", "--against-torch")  # torch's and the user's: "reference"
+        assert code == 0 and out.startswith("no differences in ") and "backends (reference -> generated)" in out
+        assert "torch" not in out
         spec = project / "spec" / "my_backend.py"
         spec.write_text(spec.read_text().replace("my_reference.", "my_drifted_reference."))
         assert run(capsys, project, "regenerate", "--jobs", "1")[0] == 0

@@ -18,8 +18,9 @@ from torch.ao.quantization import (
 from torch.ao.quantization.backend_config import ObservationType
 from torch.ao.quantization.quantize_fx import convert_to_reference_fx, fuse_fx, prepare_fx, prepare_qat_fx
 
+from generator import compare, factory_calls
 from generator.divergence import torch_key
-from generator.model import CONSTRAINT_BOUNDS, FunctionDef, TorchRef
+from generator.model import CONSTRAINT_BOUNDS, Call, FunctionDef, TorchRef
 
 # ---------------------------------------------------------------------------
 # Fresh interpreter and fresh objects
@@ -90,7 +91,10 @@ def _pattern_differences(got, want, module):
         expected[f"_{field}"] = _resolved_callable(getattr(want, field), module)
     for field, value in expected.items():
         actual = getattr(got, field)
-        same = actual == value if isinstance(value, dict | tuple | str) else actual is value
+        if isinstance(value, Made):  # a fresh closure or partial: equal by code, arguments and closure
+            same = compare.equivalent_functions(actual, value.made)
+        else:
+            same = actual == value if isinstance(value, dict | tuple | str) else actual is value
         if not same:
             yield f"{field}: {actual!r} != {value!r}"
     if len(got.dtype_configs) != len(want.dtype_configs):
@@ -123,9 +127,18 @@ def _resolved(value):
     return None if value is None else torch_key(value)
 
 
+@dataclass(frozen=True)
+class Made:
+    """What a call() or partial() of the spec makes: a new object on every call of the builder."""
+
+    made: object
+
+
 def _resolved_callable(value, module):
     if isinstance(value, FunctionDef):
         return getattr(module, value.name)  # written out in the generated module itself
+    if isinstance(value, Call):
+        return Made(factory_calls.build(value))
     return _resolved(value) if isinstance(value, TorchRef) or value is None else value
 
 

@@ -1,0 +1,163 @@
+"""Numbers keep the spelling the spec gives them: `2**-12`, not `0.000244140625`.
+
+A spec value is a plain number by the time the DSL sees it, so its spelling is read
+back from the spec's source: the keyword of the `DTypeWithConstraints(...)` call, or,
+when the call takes `**SOME_DICT`, the entry of that dict (a `dict(...)` call or a
+`{...}` literal, assigned in any spec file, later entries winning as in Python).
+
+A spelling is only kept when it is a plain arithmetic expression of number literals
+whose value is the value the spec produced, same type and same repr: `proven` evaluates
+it (without eval) and checks. Otherwise the number is written as its repr, so a
+spelling can never change a value.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import operator
+from pathlib import Path
+
+_OPERATORS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+_MAX_DEPTH = 8  # `**A` whose A holds `**B` ...: deeper chains keep the repr
+
+
+def evaluate(text: str) -> int | float | None:
+    """The value of an arithmetic expression of number literals, or None for anything else."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+        return _value(tree.body)
+    except (SyntaxError, ValueError, ArithmeticError, TypeError, OverflowError):
+        return None
+
+
+def _value(node):
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+        return _OPERATORS[type(node.op)](_value(node.operand))
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        left, right = _value(node.left), _value(node.right)
+        if isinstance(node.op, ast.Pow) and abs(right) > 64:
+            raise ValueError("exponent too large")  # a spelling, not a computation
+        return _OPERATORS[type(node.op)](left, right)
+    raise ValueError("not an arithmetic expression of number literals")
+
+
+def proven(value, text: str | None) -> str | None:
+    """`text` when it evaluates to exactly `value` (type and repr) and says more than its repr."""
+    if text is None or text == repr(value):
+        return None
+    spelt = evaluate(text)
+    if spelt is None or type(spelt) is not type(value) or repr(spelt) != repr(value):
+        return None
+    return " ".join(text.split())  # one line, as the generated module writes it
+
+
+def bound_spellings(root: Path, file: str, line: int, bounds: dict) -> tuple[tuple[str, str], ...]:
+    """(bound, spelling) for each bound of the `DTypeWithConstraints(...)` call at `file:line` spelt
+    otherwise than its repr, e.g. (("scale_min_lower_bound", "2**-12"),)."""
+    call = _call_at(root / file, line)
+    if call is None:
+        return ()
+    found = []
+    for key, value in bounds.items():
+        text = proven(value, _argument_source(root, root / file, call, key, 0))
+        if text is not None:
+            found.append((key, text))
+    return tuple(found)
+
+
+@functools.cache
+def _parsed(path: Path) -> tuple[ast.Module, str] | None:
+    try:
+        source = path.read_bytes().decode("utf-8-sig")
+        return ast.parse(source, str(path)), source
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def forget() -> None:
+    """Drop parsed spec sources: a run reads each file as it is now."""
+    _parsed.cache_clear()
+
+
+def _call_at(path: Path, line: int) -> ast.Call | None:
+    """The innermost `DTypeWithConstraints(...)` call spanning `line`."""
+    parsed = _parsed(path)
+    if parsed is None:
+        return None
+    calls = [
+        node
+        for node in ast.walk(parsed[0])
+        if isinstance(node, ast.Call)
+        and _callee(node) == "DTypeWithConstraints"
+        and node.lineno <= line <= node.end_lineno
+    ]
+    return max(calls, key=lambda node: (node.lineno, node.col_offset), default=None)
+
+
+def _callee(call: ast.Call) -> str | None:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _argument_source(root: Path, path: Path, call: ast.Call, key: str, depth: int) -> str | None:
+    """The source of `key`'s value in a call's keywords or `**` arguments (the last one wins)."""
+    for keyword in reversed(call.keywords):
+        if keyword.arg == key:
+            return _segment(path, keyword.value)
+        if keyword.arg is None:
+            found = _mapping_source(root, path, keyword.value, key, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _mapping_source(root: Path, path: Path, node, key: str, depth: int) -> str | None:
+    """The source of `key`'s value in a dict literal, a `dict(...)` call or a name bound to one."""
+    if depth > _MAX_DEPTH:
+        return None
+    if isinstance(node, ast.Dict):
+        for item_key, item_value in reversed(list(zip(node.keys, node.values))):
+            if item_key is None:  # {**OTHER, ...}
+                found = _mapping_source(root, path, item_value, key, depth + 1)
+                if found is not None:
+                    return found
+            elif isinstance(item_key, ast.Constant) and item_key.value == key:
+                return _segment(path, item_value)
+        return None
+    if isinstance(node, ast.Call) and _callee(node) == "dict" and not node.args:
+        return _argument_source(root, path, node, key, depth)
+    if isinstance(node, ast.Name):
+        for where, value in _assignments(root, path, node.id):
+            found = _mapping_source(root, where, value, key, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _assignments(root: Path, path: Path, name: str):
+    """Module-level `name = ...` in this spec file first, then in the others (where it is imported from)."""
+    files = [path, *sorted(p for p in (root / "spec").glob("*.py") if p != path)]
+    for file in files:
+        parsed = _parsed(file)
+        if parsed is None:
+            continue
+        for node in parsed[0].body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                yield file, node.value
+
+
+def _segment(path: Path, node) -> str | None:
+    parsed = _parsed(path)
+    return None if parsed is None else ast.get_source_segment(parsed[1], node)

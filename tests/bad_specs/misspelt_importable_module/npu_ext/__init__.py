@@ -1,0 +1,1 @@
+"""A backend's own package in the project root: its fusers live in npu_ext.fusers."""
