@@ -20,6 +20,7 @@ the comparator's code or behaviour check. What none of these names is an error.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import inspect
@@ -91,11 +92,28 @@ def split_target(target: str) -> tuple[str, str]:
     return module_name, function_name
 
 
+# sys.path entries load_builder added: regenerate runs without them, so the check that
+# generated modules import from any folder must too (import_validation).
+_ROOT_ENTRIES_ADDED: list[str] = []
+
+
+@contextlib.contextmanager
+def without_the_root_import_added():
+    """sys.path as regenerate has it: without the project root load_builder put first."""
+    saved = list(sys.path)
+    sys.path[:] = [entry for entry in sys.path if entry not in _ROOT_ENTRIES_ADDED]
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+
+
 def load_builder(target: str, root: Path):
     """(builder function, module, the BackendConfig it returns) for MODULE:FUNCTION."""
     module_name, function_name = split_target(target)
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
+        _ROOT_ENTRIES_ADDED.append(str(root))
     # torch 2.13's builders fail in a fresh interpreter unless this module is imported first.
     import torch.ao.quantization.backend_config.utils  # noqa: F401
 
