@@ -539,6 +539,8 @@ class _Templates:
                 # Parameters that only rename locals (with_bn in an extra-inputs getter) leave the
                 # code equivalent: keep the rendering that reads most like the function's source.
                 return self._minimal(max(equivalent, key=lambda c: _similarity(self._render(c), value)))
+        if not _torchs_own(value):
+            return None
         for candidate in candidates:
             if callables_match(attribute, self._function(candidate), value, config)[0]:
                 # Behaviour is checked on one pattern only, so scalar parameters may not tell
@@ -599,6 +601,19 @@ class _Templates:
             except (UndefinedError, TemplateRenderError):
                 pass  # the function needs this parameter
         return template, params
+
+
+def _torchs_own(value: types.FunctionType) -> bool:
+    """Whether a template may stand for `value` by behaviour, not only by equivalent code.
+
+    Behaviour is tried on a few real modules and sentinel patterns: enough for torch's
+    own fusers and getters, which the templates transcribe, but a user's function may
+    branch on what the trials never build (`if conv.groups > 1`), and a template that
+    matches the trials would then be "proven equal" yet differ. So a user's function
+    becomes a template only with equivalent code; else it is named by its import path
+    or refused.
+    """
+    return (value.__module__ or "").partition(".")[0] == "torch"
 
 
 def _same_objects(candidate, other) -> bool:
