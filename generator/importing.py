@@ -250,14 +250,31 @@ def object_path(value) -> str | None:
     if path is not None:
         return path
     module_name, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if not isinstance(qualname, str) and not isinstance(value, type | types.FunctionType | types.BuiltinFunctionType):
+        return _global_path(value)  # an object (a callable instance): by the global it is bound to
     if not isinstance(module_name, str) or not isinstance(qualname, str) or "<" in qualname:
         return None
-    if module_name == "__main__" or module_name.startswith(TORCH_BUILDERS_PACKAGE + "."):
-        return None  # not importable by a generated module, or one of torch's builder modules
+    if not _importable_module(module_name):
+        return None
     target = sys.modules.get(module_name)
     for part in qualname.split("."):
         target = getattr(target, part, None)
     return f"{module_name}.{qualname}" if target is value else None
+
+
+def _importable_module(module_name: str) -> bool:
+    # __main__ is not importable by a generated module; torch's builder modules must not be imported.
+    return module_name != "__main__" and not module_name.startswith(TORCH_BUILDERS_PACKAGE + ".")
+
+
+def _global_path(value) -> str | None:
+    """`module.NAME` for an object bound to a module-level name of its class's module, public names first."""
+    module_name = getattr(type(value), "__module__", None)
+    module = sys.modules.get(module_name) if isinstance(module_name, str) else None
+    if module is None or not _importable_module(module_name):
+        return None
+    names = sorted((name for name, bound in vars(module).items() if bound is value), key=lambda n: (n[0] == "_", n))
+    return f"{module_name}.{names[0]}" if names else None
 
 
 def _name_of(value) -> str:
@@ -477,7 +494,8 @@ class _CallableNamer:
                 )
             raise UnnamedCallableError(
                 f"pattern {label}: cannot name {field} {_name_of(value)}: it is not a public torch name, "
-                "not importable by path and matches no template in templates/functions/"
+                "not importable by path and matches no template in templates/functions/; define it (or bind "
+                "the object) at module level of an importable module"
             )
         template, params = match
         return self._function(template, params, getattr(value, "__name__", ""), field)
