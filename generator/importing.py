@@ -26,6 +26,7 @@ import importlib
 import inspect
 import itertools
 import keyword
+import math
 import re
 import sys
 import types
@@ -39,6 +40,7 @@ from generator.errors import (
     NotABackendConfigError,
     UnnamedBackendConfigError,
     UnnamedCallableError,
+    UnspellableBoundError,
 )
 
 # torch's builder modules: a generated module must not import from them.
@@ -380,6 +382,12 @@ class _DTypeNamer:
         bounds = {f: getattr(constraints, f) for f in _CONSTRAINT_FIELDS[1:] if getattr(constraints, f) is not None}
         if not bounds:
             return dtype
+        for field, bound in bounds.items():
+            if isinstance(bound, bool) or not isinstance(bound, int | float) or not _finite(bound):
+                raise UnspellableBoundError(
+                    f"a DTypeWithConstraints of {_short(dtype)} has {field}={bound!r}, which a spec cannot write: "
+                    "a bound is a finite int or float; change what the builder returns"
+                )
         key = _constraint_key(constraints)
         if key not in self.constraints:
             found = self.names.by_identity(constraints) or self.names.by_content(constraints, _constraint_key)
@@ -397,6 +405,10 @@ class _DTypeNamer:
             candidate, number = f"{name}_{number}", number + 1
         self.taken.add(candidate)
         return candidate
+
+
+def _finite(number: int | float) -> bool:
+    return isinstance(number, int) or math.isfinite(number)
 
 
 def _short(dtype) -> str:

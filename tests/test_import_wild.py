@@ -4,6 +4,8 @@ equal, or one line, exit 2, nothing written (tests/test_import.py has the main c
 import importlib.util
 import textwrap
 
+import pytest
+
 from generator import cli
 from generator.compare import compare_backend_configs
 
@@ -176,3 +178,33 @@ def test_import_names_callable_objects_by_the_module_level_names_they_are_bound_
 
     assert compare_backend_configs("wild", generated.get_config(), get_config()) == []
     assert generated.get_config().configs[0].fuser_method is get_config().configs[0].fuser_method
+
+
+@pytest.mark.parametrize(
+    "bound, shown",
+    [('float("nan")', "nan"), ('float("-inf")', "-inf"), ("True", "True"), ("torch.tensor(0.5)", "tensor(0.5000)")],
+)
+def test_import_refuses_a_constraint_bound_a_spec_cannot_write(project, capsys, bound, shown):
+    """These reached the written spec as `nan`/`tensor(...)`, refused later as a NameError in the spec."""
+    package = "wild_vendor_bound_" + "".join(c for c in bound if c.isalnum())
+    write_package(project, package, f"""
+        import torch
+        import torch.nn as nn
+        from torch.ao.quantization.backend_config import (
+            BackendConfig, BackendPatternConfig, DTypeConfig, DTypeWithConstraints
+        )
+
+
+        def get_config():
+            output = DTypeWithConstraints(dtype=torch.quint8, scale_min_lower_bound={bound})
+            dtype_config = DTypeConfig(input_dtype=torch.quint8, output_dtype=output)
+            return BackendConfig("wild").set_backend_pattern_config(
+                BackendPatternConfig(nn.ReLU).set_dtype_configs([dtype_config])
+            )
+    """)
+    before = snapshot(project)
+    code, out = run(capsys, "--root", str(project), "import", f"{package}.backend:get_config")
+    assert code == 2, out
+    assert out == (f"error: a DTypeWithConstraints of quint8 has scale_min_lower_bound={shown}, which a spec cannot "
+                   "write: a bound is a finite int or float; change what the builder returns\n")
+    assert snapshot(project) == before
