@@ -5,7 +5,9 @@ no spec may say (a name that is not an identifier, a builder name that is a keyw
 ...). Rather than write a file regenerate then refuses, the text is laid into a
 temporary copy of spec/ (its `_` helper modules, such as spec/_common.py, and the new
 file alone), loaded with the real spec loader, its torch names validated, expanded and
-rendered. Any refusal becomes import's own one-line refusal, and nothing is written.
+rendered, and every name it imports checked to import from any folder (without the project
+root that `import` put on sys.path to reach the builder). Any refusal becomes import's own
+one-line refusal, and nothing is written.
 """
 
 from __future__ import annotations
