@@ -46,6 +46,7 @@ EXIT_CODES: dict[type[errors.GeneratorError], int] = {
     errors.BuilderCallError: ERROR,
     errors.NotABackendConfigError: ERROR,
     errors.UnnamedCallableError: ERROR,
+    errors.UnspellableBoundError: ERROR,
     errors.UnnamedBackendConfigError: ERROR,
     errors.ImportedSpecRefusedError: ERROR,
     errors.ImportWouldDropError: ERROR,

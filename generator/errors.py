@@ -107,6 +107,10 @@ class UnnamedCallableError(GeneratorError):
     """`import` met a callable it can neither reference, template nor import by path."""
 
 
+class UnspellableBoundError(GeneratorError):
+    """`import` met a DTypeWithConstraints bound a spec cannot write: not a finite number."""
+
+
 class UnnamedBackendConfigError(GeneratorError):
     """The builder named by `import` returned a BackendConfig with torch's default empty name."""
 

@@ -5,7 +5,9 @@ no spec may say (a name that is not an identifier, a builder name that is a keyw
 ...). Rather than write a file regenerate then refuses, the text is laid into a
 temporary copy of spec/ (its `_` helper modules, such as spec/_common.py, and the new
 file alone), loaded with the real spec loader, its torch names validated, expanded and
-rendered. Any refusal becomes import's own one-line refusal, and nothing is written.
+rendered, and every name it imports checked to import from any folder (without the project
+root that `import` put on sys.path to reach the builder). Any refusal becomes import's own
+one-line refusal, and nothing is written.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from generator.errors import GeneratorError, ImportedSpecRefusedError
 
 def refuse_what_regenerate_refuses(root: Path, path: Path, text: str) -> None:
     """Raise ImportedSpecRefusedError unless regenerate would accept spec `path` with this text."""
-    from generator import resolution, spec_loading
+    from generator import importability, importing, resolution, spec_loading
     from generator.expansion import expand_module
     from generator.rendering import render_module
 
@@ -31,8 +33,11 @@ def refuse_what_regenerate_refuses(root: Path, path: Path, text: str) -> None:
         try:
             modules = spec_loading.load_modules(copy)
             resolution.validate(modules, copy)
-            for module in modules:
-                render_module(expand_module(module), root / "templates")
+            expanded = [expand_module(module) for module in modules]
+            for module in expanded:
+                render_module(module, root / "templates")
+            with importing.without_the_root_import_added():
+                importability.require_importable_anywhere(expanded)
         except GeneratorError as error:
             raise ImportedSpecRefusedError(
                 f"not written: regenerate would refuse {path.relative_to(root)} as import made it ({error}); "

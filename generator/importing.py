@@ -20,11 +20,13 @@ the comparator's code or behaviour check. What none of these names is an error.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import inspect
 import itertools
 import keyword
+import math
 import re
 import sys
 import types
@@ -38,6 +40,7 @@ from generator.errors import (
     NotABackendConfigError,
     UnnamedBackendConfigError,
     UnnamedCallableError,
+    UnspellableBoundError,
 )
 
 # torch's builder modules: a generated module must not import from them.
@@ -91,11 +94,28 @@ def split_target(target: str) -> tuple[str, str]:
     return module_name, function_name
 
 
+# sys.path entries load_builder added: regenerate runs without them, so the check that
+# generated modules import from any folder must too (import_validation).
+_ROOT_ENTRIES_ADDED: list[str] = []
+
+
+@contextlib.contextmanager
+def without_the_root_import_added():
+    """sys.path as regenerate has it: without the project root load_builder put first."""
+    saved = list(sys.path)
+    sys.path[:] = [entry for entry in sys.path if entry not in _ROOT_ENTRIES_ADDED]
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+
+
 def load_builder(target: str, root: Path):
     """(builder function, module, the BackendConfig it returns) for MODULE:FUNCTION."""
     module_name, function_name = split_target(target)
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
+        _ROOT_ENTRIES_ADDED.append(str(root))
     # torch 2.13's builders fail in a fresh interpreter unless this module is imported first.
     import torch.ao.quantization.backend_config.utils  # noqa: F401
 
@@ -232,14 +252,31 @@ def object_path(value) -> str | None:
     if path is not None:
         return path
     module_name, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if not isinstance(qualname, str) and not isinstance(value, type | types.FunctionType | types.BuiltinFunctionType):
+        return _global_path(value)  # an object (a callable instance): by the global it is bound to
     if not isinstance(module_name, str) or not isinstance(qualname, str) or "<" in qualname:
         return None
-    if module_name == "__main__" or module_name.startswith(TORCH_BUILDERS_PACKAGE + "."):
-        return None  # not importable by a generated module, or one of torch's builder modules
+    if not _importable_module(module_name):
+        return None
     target = sys.modules.get(module_name)
     for part in qualname.split("."):
         target = getattr(target, part, None)
     return f"{module_name}.{qualname}" if target is value else None
+
+
+def _importable_module(module_name: str) -> bool:
+    # __main__ is not importable by a generated module; torch's builder modules must not be imported.
+    return module_name != "__main__" and not module_name.startswith(TORCH_BUILDERS_PACKAGE + ".")
+
+
+def _global_path(value) -> str | None:
+    """`module.NAME` for an object bound to a module-level name of its class's module, public names first."""
+    module_name = getattr(type(value), "__module__", None)
+    module = sys.modules.get(module_name) if isinstance(module_name, str) else None
+    if module is None or not _importable_module(module_name):
+        return None
+    names = sorted((name for name, bound in vars(module).items() if bound is value), key=lambda n: (n[0] == "_", n))
+    return f"{module_name}.{names[0]}" if names else None
 
 
 def _name_of(value) -> str:
@@ -345,6 +382,12 @@ class _DTypeNamer:
         bounds = {f: getattr(constraints, f) for f in _CONSTRAINT_FIELDS[1:] if getattr(constraints, f) is not None}
         if not bounds:
             return dtype
+        for field, bound in bounds.items():
+            if isinstance(bound, bool) or not isinstance(bound, int | float) or not _finite(bound):
+                raise UnspellableBoundError(
+                    f"a DTypeWithConstraints of {_short(dtype)} has {field}={bound!r}, which a spec cannot write: "
+                    "a bound is a finite int or float; change what the builder returns"
+                )
         key = _constraint_key(constraints)
         if key not in self.constraints:
             found = self.names.by_identity(constraints) or self.names.by_content(constraints, _constraint_key)
@@ -362,6 +405,10 @@ class _DTypeNamer:
             candidate, number = f"{name}_{number}", number + 1
         self.taken.add(candidate)
         return candidate
+
+
+def _finite(number: int | float) -> bool:
+    return isinstance(number, int) or math.isfinite(number)
 
 
 def _short(dtype) -> str:
@@ -459,7 +506,8 @@ class _CallableNamer:
                 )
             raise UnnamedCallableError(
                 f"pattern {label}: cannot name {field} {_name_of(value)}: it is not a public torch name, "
-                "not importable by path and matches no template in templates/functions/"
+                "not importable by path and matches no template in templates/functions/; define it (or bind "
+                "the object) at module level of an importable module"
             )
         template, params = match
         return self._function(template, params, getattr(value, "__name__", ""), field)
@@ -521,6 +569,8 @@ class _Templates:
                 # Parameters that only rename locals (with_bn in an extra-inputs getter) leave the
                 # code equivalent: keep the rendering that reads most like the function's source.
                 return self._minimal(max(equivalent, key=lambda c: _similarity(self._render(c), value)))
+        if not _torchs_own(value):
+            return None
         for candidate in candidates:
             if callables_match(attribute, self._function(candidate), value, config)[0]:
                 # Behaviour is checked on one pattern only, so scalar parameters may not tell
@@ -581,6 +631,19 @@ class _Templates:
             except (UndefinedError, TemplateRenderError):
                 pass  # the function needs this parameter
         return template, params
+
+
+def _torchs_own(value: types.FunctionType) -> bool:
+    """Whether a template may stand for `value` by behaviour, not only by equivalent code.
+
+    Behaviour is tried on a few real modules and sentinel patterns: enough for torch's
+    own fusers and getters, which the templates transcribe, but a user's function may
+    branch on what the trials never build (`if conv.groups > 1`), and a template that
+    matches the trials would then be "proven equal" yet differ. So a user's function
+    becomes a template only with equivalent code; else it is named by its import path
+    or refused.
+    """
+    return (value.__module__ or "").partition(".")[0] == "torch"
 
 
 def _same_objects(candidate, other) -> bool:
