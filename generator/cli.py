@@ -113,14 +113,15 @@ def report_lint(console: Console, findings: list[str], strict: bool) -> None:
 
 def cmd_regenerate(args, console: Console) -> int:
     root = args.root
-    targets = planning.plan(root)
     recorded = manifest.read(root)
+    targets = planning.plan(root, recorded)
     stale = [t for t in targets if args.force or planning.freshness(t, recorded) != "fresh"]
     modules, texts = None, {}
     if stale:
         from generator import pipeline
 
         modules, texts = pipeline.load_and_build(root, stale, args.jobs)
+        targets = _observed(targets, modules)
     report_lint(console, lint_findings(root, targets, modules), args.strict)
     _write(root, targets, texts, console)
     for orphan in planning.orphans(root, targets):
@@ -133,15 +134,23 @@ def cmd_matrix(args, console: Console) -> int:
     from generator import pipeline
 
     root = args.root
-    matrix = [t for t in planning.plan(root) if t.is_matrix]
+    every = planning.plan(root)
+    matrix = [t for t in every if t.is_matrix]
     texts = {}
     if args.stdout or args.force or planning.freshness(matrix[0]) != "fresh":
-        _, texts = pipeline.load_and_build(root, matrix, jobs=1)
+        modules, texts = pipeline.load_and_build(root, matrix, jobs=1)
+        every = _observed(every, modules)
+        matrix = [t for t in every if t.is_matrix]
     if args.stdout:
         console.out.write(texts[planning.MATRIX])
     else:
-        _write(root, matrix, texts, console, every=planning.plan(root))
+        _write(root, matrix, texts, console, every=every)
     return OK
+
+
+def _observed(targets, modules) -> list:
+    """The targets with the inputs that this run's loads of their spec files read."""
+    return planning.observed(targets, {m.spec.spec_file: dict(m.spec.read) for m in modules})
 
 
 def _write(root: Path, targets, texts: dict[str, str], console: Console, every=None) -> None:
@@ -178,20 +187,22 @@ def _digest_of(path: Path) -> str | None:
 
 def cmd_check(args, console: Console) -> int:
     root = args.root
-    targets = planning.plan(root)
+    recorded = manifest.read(root)
+    targets = planning.plan(root, recorded)
     modules, texts = None, None
     if args.full:
         from generator import pipeline
 
         modules, texts = pipeline.load_and_build(root, targets, args.jobs)
     report_lint(console, lint_findings(root, targets, modules), args.strict)
-    recorded = manifest.read(root)
     statuses = {t.name: planning.status(t, recorded) for t in targets}
     if texts is not None:
         statuses = _full_comparison(targets, texts, statuses)
     problems = {name: status for name, status in statuses.items() if status.state != "fresh"}
     orphaned = planning.orphans(root, targets)
-    manifest_problem = None if problems else _manifest_problem(root, targets, recorded, texts)
+    # --full knows what the loads read: the manifest must record exactly that.
+    observed = _observed(targets, modules) if modules is not None else targets
+    manifest_problem = None if problems else _manifest_problem(root, observed, recorded, texts)
     if not problems and not orphaned and manifest_problem is None:
         console.say(f"{len(targets)} generated files are up to date", "green")
         return OK

@@ -20,7 +20,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from generator import writing
+from generator import user_code, writing
 from generator.errors import SpecFieldError, TemplateRenderError, TorchKindError, UnknownTorchNameError, WriteError
 from generator.model import (
     DTypeConfig,
@@ -53,12 +53,13 @@ FACTS_VERSION = 2
 
 
 def validate(modules: list[ModuleSpec], root: Path) -> None:
-    uses = list(_uses(modules))
+    uses = list(names_used(modules))
     cache_file = root / ".cache" / "generator" / f"torch-names-{_torch_version()}-v{FACTS_VERSION}.json"
     facts = _read_cache(cache_file)
     unknown = {ref.path: ref for ref, _, _ in uses if ref.path not in facts}
     if unknown:
-        with project_on_path(root):  # a reference builder may be the user's own module
+        # A reference builder or an importable() name may be the user's own module, run on import.
+        with project_on_path(root), user_code.running(UnknownTorchNameError, "importing the spec's names", root):
             facts.update(_facts_from_torch(unknown))
     for ref, role, what in uses:
         _check(ref, role, what, facts[ref.path])
@@ -91,7 +92,7 @@ def spelling(ref: TorchRef) -> str:
         return ref.path
 
 
-def _uses(modules):
+def names_used(modules):
     """(reference, role, field) for every torch name the spec uses."""
     for module in modules:
         for backend in module.backends:

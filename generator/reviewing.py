@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator import digests, manifest, planning
+from generator import digests, manifest, planning, user_code
 from generator.compare import BackendDiff
 from generator.errors import GeneratedModuleError, GeneratorError, GitError, NothingToCompareError, UnknownBackendError
 from generator.expansion import Declaration, expand_backend
@@ -91,8 +91,9 @@ def against_torch(root: Path, refs: list[BuilderRef]) -> Iterator[BackendDiff]:
     for ref in refs:
         if ref.reference is None:
             continue
-        module = _import_generated(root, ref.module)
-        ours = _build(module, ref)
+        with user_code.running(GeneratedModuleError, f"generated/{ref.module}.py", root):
+            module = _import_generated(root, ref.module)
+            ours = _build(module, ref)
         theirs = divergence.build_reference(ref.reference, root, ref.location)
         names, where = _dtype_names(module), ({}, locations.get(ref.label, {}))
         names = {**names, **_paired_names(theirs, ours, names)}
@@ -250,11 +251,15 @@ def side_backends(side: Side) -> dict[str, SideBackend]:
     """Every backend the side's generated modules build, by label."""
     found = {}
     for module_name in side.module_names():
-        module = _module_from_source(f"generated_{module_name}", side.source(module_name), module_name)
+        source = side.source(module_name)
+        where = f"generated/{module_name}.py" + (f" at {side.revision}" if side.revision else "")
+        with user_code.running(GeneratedModuleError, where, side.root, SourceLocation(where, 1)):
+            module = _module_from_source(f"generated_{module_name}", source, where)
         names = _dtype_names(module)
         for function in getattr(module, "__all__", vars(module)):
             if function.startswith("get_") and function.endswith("_backend_config"):
-                config = getattr(module, function)()
+                with user_code.running(GeneratedModuleError, f"{where}: {function}()", side.root):
+                    config = getattr(module, function)()
                 label = Backend(config.name, function, "", ()).label
                 found[label] = SideBackend(label, config.name, module_name, config, names)
     return found
@@ -316,6 +321,9 @@ def stale_files(side: Side) -> list[StaleFile]:
         recorded = manifest.read(tree)
         if recorded is None or not (tree / "spec").is_dir():
             return []
+        # The other files its spec loads read (helper modules anywhere in the project).
+        elsewhere = {name.split("/")[0] for name in recorded.inputs} - {p.name for p in tree.iterdir()}
+        _extract(side, tree, tuple(sorted(elsewhere - set(digests.VERSIONED_PACKAGES))))
         return _stale_in(tree, recorded, revision=side.revision)
 
 
