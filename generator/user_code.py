@@ -36,11 +36,9 @@ def running(error_class: type[GeneratorError], what: str, root: Path | None = No
             yield
         except GeneratorError:
             raise
-        except KeyboardInterrupt:
-            if interrupts.real:
-                raise
-            raise error_class(f"{what} raised {describe(KeyboardInterrupt())}", location) from None
         except BaseException as error:  # noqa: B036 - user code may raise anything; it must not end the run
+            if isinstance(error, KeyboardInterrupt) and interrupts.real:
+                raise  # the user's Ctrl-C, not the code's
             where = user_line(error, root) or location
             raise error_class(f"{what} raised {describe(error)}{_advice(error)}", where) from None
 
