@@ -115,6 +115,35 @@ def test_an_edit_to_a_helper_module_or_a_file_it_reads_makes_the_spec_stale(proj
         assert_fresh(project)
 
 
+FUSERS = '''\
+"""The backend's own fuser, which the generated module imports by name."""
+
+import torch
+
+
+def fuse_conv_relu(is_qat, conv, relu):
+    return torch.ao.nn.intrinsic.ConvReLU2d(conv, relu)
+'''
+
+
+def test_an_edit_to_the_project_module_an_importable_name_points_to_makes_its_user_stale(project):
+    (project / "my_pkg").mkdir()
+    (project / "my_pkg" / "__init__.py").write_text("")
+    (project / "my_pkg" / "fusers.py").write_text(FUSERS)
+    spec = project / "spec" / "my_backend.py"  # the spec itself never imports my_pkg
+    spec.write_text((ROOT / "tests" / "custom_backends" / "tutorial" / "spec" / "my_backend.py").read_text())
+    edit(spec, "    config,\n", "    config,\n    importable,\n")
+    edit(spec, "fuser_method=sequential(nni.ConvReLU2d)", 'fuser_method=importable("my_pkg.fusers.fuse_conv_relu")')
+    regenerated_cleanly(project)
+    assert "from my_pkg.fusers import fuse_conv_relu" in (project / "generated" / "my_backend.py").read_text()
+    edit(project / "my_pkg" / "fusers.py", "    return", "    # an edit that may change what the name is\n    return")
+    before = generator(project, "check")
+    assert before.returncode == 1, before.stdout
+    assert "generated/my_backend.py: stale: my_pkg/fusers.py changed" in before.stdout
+    regenerated_cleanly(project)
+    assert_fresh(project)
+
+
 # ---------------------------------------------------------------------------
 # Spec files cannot affect each other
 # ---------------------------------------------------------------------------
