@@ -144,6 +144,21 @@ def test_an_edit_to_the_project_module_an_importable_name_points_to_makes_its_us
     assert_fresh(project)
 
 
+def test_diff_judges_a_revision_by_the_helper_files_its_spec_read(project):
+    (project / "myops.py").write_text('DOC = "FBGEMM, as the helper describes it."\n')
+    spec = project / "spec" / "fbgemm.py"
+    edit(spec, "from generator.dsl import", "from myops import DOC\nfrom generator.dsl import")
+    edit(spec, 'doc="BackendConfig for PyTorch\'s native FBGEMM backend."', "doc=DOC")
+    regenerated_cleanly(project)
+    commit_all(project)
+    (project / "NOTES.md").write_text("a commit that changes no input\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "notes")
+    done = generator(project, "diff", "--rev", "HEAD~1..HEAD")
+    assert done.returncode == 0, (done.stdout, done.stderr)  # not "out of date": myops.py is read at HEAD too
+    assert "out of date" not in done.stdout
+
+
 # ---------------------------------------------------------------------------
 # Spec files cannot affect each other
 # ---------------------------------------------------------------------------
