@@ -318,7 +318,7 @@ def _stale_notice(side, fmt: str, old: str, new: str, console: Console) -> bool:
 
 
 def cmd_import(args, console: Console) -> int:
-    from generator import importing, spec_source
+    from generator import importing, spec_source, user_code
 
     root = args.root
     name = args.name or importing.default_name(importing.split_target(args.target)[1])
@@ -328,11 +328,13 @@ def cmd_import(args, console: Console) -> int:
     if path.exists() and not args.force:
         raise errors.SpecExistsError(f"{path.relative_to(root)} exists; give --force to overwrite it or --name")
     builder, module, backend_config = importing.load_builder(args.target, root)
-    spec = importing.read_backend_config(name, args.target, builder, module, backend_config, root / "templates")
-    if not args.no_compact:
-        from generator import compaction
+    # Reading the config calls the builder's own callables (fuser methods): an exit there must not end the run.
+    with user_code.running(errors.BuilderCallError, f"reading {args.target}()", root, exceptions=False):
+        spec = importing.read_backend_config(name, args.target, builder, module, backend_config, root / "templates")
+        if not args.no_compact:
+            from generator import compaction
 
-        spec = compaction.compact(spec, root)
+            spec = compaction.compact(spec, root)
     _refuse_a_taken_backend_name(root, path, spec.backend)
     writing.write_if_changed(path, spec_source.spec_source(spec))
     console.say(f"{'written':9} {path.relative_to(root)}: {len(spec.backend.configs)} patterns", "green")

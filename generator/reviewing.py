@@ -35,7 +35,14 @@ from pathlib import Path
 
 from generator import digests, manifest, planning, user_code
 from generator.compare import BackendDiff
-from generator.errors import GeneratedModuleError, GeneratorError, GitError, NothingToCompareError, UnknownBackendError
+from generator.errors import (
+    GeneratedModuleError,
+    GeneratorError,
+    GitError,
+    NothingToCompareError,
+    ReferenceBuilderError,
+    UnknownBackendError,
+)
 from generator.expansion import Declaration, expand_backend
 from generator.model import Backend, ModuleSpec, SourceLocation
 
@@ -85,7 +92,6 @@ def against_torch(root: Path, refs: list[BuilderRef]) -> Iterator[BackendDiff]:
     reason; a declaration that does not happen counts as drift.
     """
     from generator import divergence
-    from generator.compare import backend_diff
 
     locations = spec_locations(root)
     for ref in refs:
@@ -95,17 +101,27 @@ def against_torch(root: Path, refs: list[BuilderRef]) -> Iterator[BackendDiff]:
             module = _import_generated(root, ref.module)
             ours = _build(module, ref)
         theirs = divergence.build_reference(ref.reference, root, ref.location)
-        names, where = _dtype_names(module), ({}, locations.get(ref.label, {}))
-        names = {**names, **_paired_names(theirs, ours, names)}
-        split = divergence.split_differences(ref.label, ours, theirs, ref.declarations)
-        keys = {divergence.torch_key(d.key) for d in ref.declarations}
-        drift = backend_diff(ref.label, divergence.without(theirs, keys), divergence.without(ours, keys), names, where)
-        # The reviewer's diff names every field the comparator checks; this is a safety net, not a format.
-        shown = drift.patterns or drift.name or drift.dtype_configs
-        unexplained = split.stale + (() if shown else tuple(map(str, split.undeclared)))
-        declared = tuple(_declared(d, theirs, ours, names, where, ref.label) for d in split.declared)
-        status = "changed" if unexplained else drift.status
-        yield dataclasses.replace(drift, status=status, unexplained=unexplained, declared=declared)
+        # Comparing callables calls the user's own (fuser methods): an exit there must not end the run.
+        with user_code.running(ReferenceBuilderError, f"comparing {ref.label}", root, ref.location, exceptions=False):
+            found = _against_reference(ref, module, ours, theirs, locations)
+        yield found
+
+
+def _against_reference(ref: BuilderRef, module, ours, theirs, locations) -> BackendDiff:
+    from generator import divergence
+    from generator.compare import backend_diff
+
+    names, where = _dtype_names(module), ({}, locations.get(ref.label, {}))
+    names = {**names, **_paired_names(theirs, ours, names)}
+    split = divergence.split_differences(ref.label, ours, theirs, ref.declarations)
+    keys = {divergence.torch_key(d.key) for d in ref.declarations}
+    drift = backend_diff(ref.label, divergence.without(theirs, keys), divergence.without(ours, keys), names, where)
+    # The reviewer's diff names every field the comparator checks; this is a safety net, not a format.
+    shown = drift.patterns or drift.name or drift.dtype_configs
+    unexplained = split.stale + (() if shown else tuple(map(str, split.undeclared)))
+    declared = tuple(_declared(d, theirs, ours, names, where, ref.label) for d in split.declared)
+    status = "changed" if unexplained else drift.status
+    return dataclasses.replace(drift, status=status, unexplained=unexplained, declared=declared)
 
 
 def _paired_names(theirs, ours, names: dict[int, str]) -> dict[int, str]:

@@ -25,11 +25,14 @@ _GENERATOR_DIR = str(Path(__file__).resolve().parent) + os.sep
 
 
 @contextlib.contextmanager
-def running(error_class: type[GeneratorError], what: str, root: Path | None = None, location=None):
+def running(error_class: type[GeneratorError], what: str, root: Path | None = None, location=None, exceptions=True):
     """Run the block's user code; anything it raises becomes `error_class`, located at the user's line.
 
     `what` names the code in the message ("spec/x86.py", "builder m:get_config").
     A GeneratorError raised inside passes through: it is already one located line.
+    With `exceptions` False, an Exception passes through too: the block mixes the
+    generator's code with calls of user code that handle Exceptions themselves
+    (comparing callables records what they raise), and a bug must stay a bug.
     """
     with _stdout_to_stderr(), _RealInterrupts() as interrupts, _kept_cwd():
         try:
@@ -39,6 +42,8 @@ def running(error_class: type[GeneratorError], what: str, root: Path | None = No
         except BaseException as error:  # noqa: B036 - user code may raise anything; it must not end the run
             if isinstance(error, KeyboardInterrupt) and interrupts.real:
                 raise  # the user's Ctrl-C, not the code's
+            if isinstance(error, Exception) and not exceptions:
+                raise
             where = user_line(error, root) or location
             raise error_class(f"{what} raised {describe(error)}{_advice(error)}", where) from None
 
@@ -121,13 +126,15 @@ class _RealInterrupts:
     def __init__(self):
         self.real = False
         self._saved = None
+        self._outer = None
 
     def __enter__(self):
         if threading.current_thread() is not threading.main_thread():
             self.real = True
             return self
         self._saved = signal.getsignal(signal.SIGINT)
-        if self._saved is signal.default_int_handler:
+        self._outer = getattr(self._saved, "__self__", None)  # user code run within user code
+        if self._saved is signal.default_int_handler or isinstance(self._outer, _RealInterrupts):
             signal.signal(signal.SIGINT, self._interrupted)
         elif self._saved is not signal.SIG_IGN:
             self.real = True  # a handler of someone else's: trust every KeyboardInterrupt
@@ -135,6 +142,8 @@ class _RealInterrupts:
 
     def _interrupted(self, signum, frame):
         self.real = True
+        if isinstance(self._outer, _RealInterrupts):
+            self._outer.real = True
         raise KeyboardInterrupt
 
     def __exit__(self, *exc):
