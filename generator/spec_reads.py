@@ -60,16 +60,17 @@ class Observer:
         for name in kept:
             del sys.modules[name]
         before = set(sys.modules)
-        shared = {name: dict(vars(sys.modules[name])) for name in _SHARED_NAMESPACES if name in sys.modules}
+        shared = [sys.modules[name] for name in _SHARED_NAMESPACES if name in sys.modules]
+        saved = [dict(vars(module)) for module in shared]
         previous, _observer, self._read = _observer, self, read
         try:
             yield read
         finally:
             _observer, self._read = previous, None
-            for name, saved in shared.items():
-                _restore(vars(sys.modules[name]), saved)
+            for module, names in zip(shared, saved):
+                _restore(vars(module), names)
             for name in set(sys.modules) - before:
-                module = sys.modules[name]
+                module = sys.modules.get(name)
                 if self._is_local(module):
                     self.note_file(getattr(module, "__file__", None), read)  # e.g. an extension module
                     del sys.modules[name]

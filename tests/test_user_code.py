@@ -177,10 +177,12 @@ def test_diff_judges_a_revision_by_the_helper_files_its_spec_read(project):
 # ---------------------------------------------------------------------------
 
 MUTATION = """
-# Mutates the op list every other backend's spec imports, after this module is made.
+# Mutates the op list every other backend's spec imports, and the vocabulary, after this module is made.
 import spec._common
 spec._common.DEFAULT_OPS.pop()
 spec._common.DEFAULT_OPS.append(spec._common.DEFAULT_OPS[0])
+import generator.dsl
+generator.dsl.config = None
 """
 
 
