@@ -289,3 +289,23 @@ def test_diff_of_a_revision_whose_generated_module_exits_is_one_located_line(pro
     assert done.stdout == ""
     assert done.stderr == f"error: generated/fbgemm.py at HEAD~1:{line}: generated/fbgemm.py at HEAD~1 raised " \
         "SystemExit(0) (user code must not exit: remove the sys.exit() or raise an Exception instead)\n"
+
+
+EXITING_REFERENCE = '''\
+def get_reference_config():
+    raise SystemExit(0)
+'''
+
+
+def test_diff_against_a_reference_builder_that_exits_is_one_located_line(project):
+    keep_only(project, "x86")
+    (project / "myref.py").write_text(EXITING_REFERENCE)
+    edit(project / "spec" / "x86.py", "torch.ao.quantization.backend_config.x86.get_x86_backend_config",
+         "myref.get_reference_config")  # fmt: skip
+    regenerated_cleanly(project)
+    done = generator(project, "diff", "--against-torch", "--format", "json")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    expected = "error: myref.py:2: reference builder myref.get_reference_config raised SystemExit(0)"
+    assert done.stderr.startswith(expected)
