@@ -16,7 +16,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from generator import dsl, resolution, spec_reads, user_code
+from generator import dsl, spec_reads, user_code
 from generator.errors import (
     DeclarationWithoutReferenceError,
     DuplicateBackendError,
@@ -72,8 +72,6 @@ def _load_one(root: Path, path: Path, observer: spec_reads.Observer) -> ModuleSp
             namespace = _import_spec(root, path.stem)
         observer.note_file(str(path), read)
     module = _module_spec(root, path, relative, namespace)
-    for name in sorted({ref.path for ref, _, _ in resolution.names_used([module])}):
-        observer.note_module(name, read)  # importable() names and reference builders of the project's own
     return dataclasses.replace(module, read=tuple(sorted((name, observer.digests[name]) for name in read)))
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import inspect
 import os
 import sys
 from pathlib import Path
@@ -31,6 +32,9 @@ _WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 # Namespaces every load shares: a load may rebind names in them, but not for the next one.
 _SHARED_NAMESPACES = ("builtins", "generator.dsl", "generator.model")
+# The vocabulary's calls that name code by import path, and the argument that does:
+# a project module named there is an input although the load does not import it.
+_NAMING_CALLS = {"importable": "path", "Backend": "reference"}
 
 _observer: Observer | None = None
 _hooked = False
@@ -53,6 +57,34 @@ class Observer:
     @contextlib.contextmanager
     def load(self):
         """Observe one load, on fresh project modules; yields the set of project files it read."""
+        with self._isolated_load() as read, self._naming_calls_noted(read):
+            yield read
+
+    @contextlib.contextmanager
+    def _naming_calls_noted(self, read: set[str]):
+        """While spec code runs, importable("my_pkg.fusers.fuse") notes my_pkg's files (restored after:
+        the vocabulary's namespace is one that _isolated_load restores)."""
+        from generator import dsl
+
+        for name, argument in _NAMING_CALLS.items():
+            setattr(dsl, name, self._noting(getattr(dsl, name), argument, read))
+        yield
+
+    def _noting(self, function, argument: str, read: set[str]):
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def noting(*args, **kwargs):
+            with contextlib.suppress(TypeError):  # the call itself reports a wrong call
+                dotted = signature.bind_partial(*args, **kwargs).arguments.get(argument)
+                if isinstance(dotted, str):
+                    self.note_module(dotted, read)
+            return function(*args, **kwargs)
+
+        return noting
+
+    @contextlib.contextmanager
+    def _isolated_load(self):
         global _observer
         _install_hook()
         read: set[str] = set()
