@@ -53,7 +53,7 @@ FACTS_VERSION = 2
 
 
 def validate(modules: list[ModuleSpec], root: Path) -> None:
-    uses = list(names_used(modules))
+    uses = list(_uses(modules))
     cache_file = root / ".cache" / "generator" / f"torch-names-{_torch_version()}-v{FACTS_VERSION}.json"
     facts = _read_cache(cache_file)
     unknown = {ref.path: ref for ref, _, _ in uses if ref.path not in facts}
@@ -92,7 +92,7 @@ def spelling(ref: TorchRef) -> str:
         return ref.path
 
 
-def names_used(modules):
+def _uses(modules):
     """(reference, role, field) for every torch name the spec uses."""
     for module in modules:
         for backend in module.backends:
