@@ -194,12 +194,13 @@ def _say_waiting(console: Console) -> None:
 
 def _regenerate(args, console: Console) -> int:
     root = args.root
-    targets = planning.plan(root)
     recorded = manifest.read(root)
+    targets = planning.plan(root, recorded)
     stale = [t for t in targets if args.force or planning.freshness(t, recorded) != "fresh"]
     modules, texts = None, {}
     if stale:
         modules, texts = build_with_progress("regenerate", root, stale, args.jobs)
+        targets = _observed(targets, modules)
     report_lint(console, lint_findings(root, targets, modules), args.strict)
     orphans = planning.orphans(root, targets)
     report = _write(root, targets, texts, also=orphans)
@@ -219,14 +220,17 @@ def cmd_matrix(args, console: Console) -> int:
 
 def _matrix(args, console: Console) -> int:
     root = args.root
-    matrix = [t for t in planning.plan(root) if t.is_matrix]
+    every = planning.plan(root)
+    matrix = [t for t in every if t.is_matrix]
     texts = {}
     if args.stdout or args.force or planning.freshness(matrix[0]) != "fresh":
-        _, texts = build_with_progress("matrix", root, matrix, jobs=1)
+        modules, texts = build_with_progress("matrix", root, matrix, jobs=1)
+        every = _observed(every, modules)
+        matrix = [t for t in every if t.is_matrix]
     if args.stdout:
         console.out.write(texts[planning.MATRIX])
     else:
-        _report(console, _write(root, matrix, texts, every=planning.plan(root)))
+        _report(console, _write(root, matrix, texts, every=every))
     return OK
 
 
@@ -239,6 +243,11 @@ def build_with_progress(command: str, root: Path, targets, jobs: int):
         modules, texts = pipeline.load_and_build(root, targets, jobs, built=shown.counter("built", len(targets)))
     importability.require_importable_anywhere(modules)  # before anything is written
     return modules, texts
+
+
+def _observed(targets, modules) -> list:
+    """The targets with the inputs that this run's loads of their spec files read."""
+    return planning.observed(targets, {m.spec.spec_file: dict(m.spec.read) for m in modules})
 
 
 def _write(root: Path, targets, texts: dict[str, str], every=None, also=()) -> list:
@@ -287,18 +296,20 @@ def _digest_of(path: Path) -> str | None:
 
 def cmd_check(args, console: Console) -> int:
     root = args.root
-    targets = planning.plan(root)
+    recorded = manifest.read(root)
+    targets = planning.plan(root, recorded)
     modules, texts = None, None
     if args.full:
         modules, texts = build_with_progress("check", root, targets, args.jobs)
     report_lint(console, lint_findings(root, targets, modules), args.strict)
-    recorded = manifest.read(root)
     statuses = {t.name: planning.status(t, recorded) for t in targets}
     if texts is not None:
         statuses = _full_comparison(targets, texts, statuses)
     problems = {name: status for name, status in statuses.items() if status.state != "fresh"}
     orphaned = planning.orphans(root, targets)
-    manifest_problem = None if problems else _manifest_problem(root, targets, recorded, texts)
+    # --full knows what the loads read: the manifest must record exactly that.
+    observed = _observed(targets, modules) if modules is not None else targets
+    manifest_problem = None if problems else _manifest_problem(root, observed, recorded, texts)
     if not problems and not orphaned and manifest_problem is None:
         console.say(f"{len(targets)} generated files are up to date", "green")
         return OK
@@ -428,7 +439,7 @@ def _stale_notice(side, fmt: str, old: str, new: str, console: Console) -> bool:
 
 
 def cmd_import(args, console: Console) -> int:
-    from generator import import_validation, importing, round_trip, spec_source
+    from generator import import_validation, importing, round_trip, spec_source, user_code
 
     root = args.root
     name = args.name or importing.default_name(importing.split_target(args.target)[1])
@@ -442,21 +453,23 @@ def cmd_import(args, console: Console) -> int:
     with progress.Progress("import") as shown:
         shown.step(f"calling {args.target}")
         builder, module, backend_config = importing.load_builder(args.target, root)
-        shown.step("comparing with the existing spec")
-        existing = round_trip.existing_spec(root, path)
-        if round_trip.spec_already_builds(root, existing, backend_config):
-            unchanged = True
-        else:
-            unchanged = False
-            round_trip.refuse_to_drop_backends(existing, backend_config)
-            shown.step(f"reading {len(backend_config.configs)} pattern configs")
-            spec = importing.read_backend_config(name, args.target, builder, module, backend_config, root / "templates")
-            spec = round_trip.recover(spec, existing)
-            if not args.no_compact:
-                from generator import compaction
+        # Reading the config calls the builder's own callables (fuser methods): an exit there must not end the run.
+        with user_code.running(errors.BuilderCallError, f"reading {args.target}()", root, exceptions=False):
+            shown.step("comparing with the existing spec")
+            existing = round_trip.existing_spec(root, path)
+            unchanged = round_trip.spec_already_builds(root, existing, backend_config)
+            if not unchanged:
+                round_trip.refuse_to_drop_backends(existing, backend_config)
+                shown.step(f"reading {len(backend_config.configs)} pattern configs")
+                templates = root / "templates"
+                spec = importing.read_backend_config(name, args.target, builder, module, backend_config, templates)
+                spec = round_trip.recover(spec, existing)
+                if not args.no_compact:
+                    from generator import compaction
 
-                shown.step(f"compacting {len(spec.backend.configs)} patterns with spec/_common.py's op groups")
-                spec = compaction.compact(spec, root)
+                    shown.step(f"compacting {len(spec.backend.configs)} patterns with spec/_common.py's op groups")
+                    spec = compaction.compact(spec, root)
+        if not unchanged:
             shown.step("checking the spec regenerates")
             _refuse_a_taken_backend_name(root, path, spec.backend)
             text = spec_source.spec_source(spec)

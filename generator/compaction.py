@@ -16,7 +16,7 @@ import importlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from generator import dsl, model
+from generator import dsl, model, user_code
 from generator.importing import ImportedSpec, shared_lists
 
 # The op groups tried, in the order a tie in length is broken, with the option sets
@@ -93,9 +93,10 @@ def load_common(root: Path):
     """The project's spec/_common.py as the spec loader would run it, or None without one."""
     if not (root / "spec" / "_common.py").is_file():
         return None
+    from generator.errors import SpecExecutionError
     from generator.spec_loading import spec_context
 
-    with spec_context(root):
+    with spec_context(root), user_code.running(SpecExecutionError, "loading spec/_common.py", root):
         try:
             return importlib.import_module("spec._common")
         except Exception:  # a broken _common.py is regenerate's to report; import just does not compact

@@ -2,15 +2,15 @@
 
 A generated file carries a fixed two-line header and nothing that depends on its
 inputs, so it changes on disk only when its body changes. What each file was made
-from lives in one manifest (`generator/manifest.py`): a digest per input (spec
-files, templates, the generator modules that shape output; black and Jinja2 by
-version) and, per output, the inputs it depends on and the digest of its text.
+from lives in one manifest (`generator/manifest.py`): a digest per input (the
+project files a spec load read, templates, the generator modules that shape
+output; black and Jinja2 by version) and, per output, the inputs it depends on
+and the digest of its text.
 This module computes those digests.
 """
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib.util
 from dataclasses import dataclass
@@ -24,6 +24,7 @@ OUTPUT_SHAPING_MODULES = (
     "dsl.py",
     "model.py",
     "spec_loading.py",
+    "spec_reads.py",  # which files a load reads, and each load's isolation
     "expansion.py",
     "rendering.py",
     "source_spelling.py",
@@ -98,32 +99,47 @@ def combined(inputs: dict[str, str]) -> str:
 class InputsDigester:
     """The inputs of each generated file, as {name: digest}, reading each file only once.
 
-    Names are project-relative paths (`spec/_common.py`, `templates/module.py.j2`,
-    `generator/dsl.py`) or a package (`black`, `jinja2`, whose "digest" is its
-    version). One digester serves one run: it caches file contents, so it must not
-    outlive the run in which the files could change.
+    Names are project-relative paths (`spec/_common.py`, `myops.py`,
+    `templates/module.py.j2`, `generator/dsl.py`) or a package (`black`, `jinja2`,
+    whose "digest" is its version). The project files a spec file's output is made
+    from are those its load read (see generator/spec_reads.py): the last load's,
+    as the manifest recorded them, or those of a load in this run. One digester
+    serves one run: it caches file contents, so it must not outlive the run in
+    which the files could change.
     """
 
     def __init__(self, root: Path):
         self.root = root
         self._shared: dict[bool, dict[str, str]] = {}
-        self._imports: dict[Path, set[str]] = {}
-        self._digests: dict[Path, str] = {}
+        self._digests: dict[str, str | None] = {}
 
-    def inputs(self, spec_file: str) -> dict[str, str]:
-        """The inputs of the generated module described by one spec file."""
-        return {**self._spec_inputs(spec_file), **self._shared_inputs()}
+    def inputs(self, read: dict[str, str]) -> dict[str, str]:
+        """The inputs of a generated module whose spec load read the project files `read` {name: digest}."""
+        return {**read, **self._shared_inputs()}
 
-    def matrix_inputs(self, spec_files: list[str]) -> dict[str, str]:
-        """The inputs of the support matrix, which every spec file feeds."""
-        inputs = {name: digest for spec_file in spec_files for name, digest in self._spec_inputs(spec_file).items()}
-        inputs.update(self._shared_inputs(document=True))
+    def matrix_inputs(self, read: dict[str, str]) -> dict[str, str]:
+        """The inputs of the support matrix, made from every spec load's reads."""
+        inputs = {**read, **self._shared_inputs(document=True)}
         inputs.update({f"generator/{n}": _file_digest(Path(__file__).parent / n) for n in MATRIX_MODULES})
         return inputs
 
-    def _spec_inputs(self, spec_file: str) -> dict[str, str]:
-        paths = spec_dependencies(self.root, self.root / spec_file, self._imported_spec_modules)
-        return {str(path.relative_to(self.root)): self._digest(path) for path in paths}
+    def project_files(self, names) -> dict[str, str]:
+        """The current digests of the named project files; a file that is gone has none."""
+        found = {}
+        for name in names:
+            if name not in self._digests:
+                try:
+                    self._digests[name] = _file_digest(self.root / name)
+                except OSError:
+                    self._digests[name] = None
+            if self._digests[name] is not None:
+                found[name] = self._digests[name]
+        return found
+
+    def is_shared(self, name: str) -> bool:
+        """Whether an input is one that every module (or document) has, not a file a spec load read."""
+        matrix_modules = {f"generator/{n}" for n in MATRIX_MODULES}
+        return name in matrix_modules or any(name in self._shared_inputs(document) for document in (False, True))
 
     def _shared_inputs(self, document: bool = False) -> dict[str, str]:
         if document not in self._shared:
@@ -137,16 +153,6 @@ class InputsDigester:
             shared.update({package: installed_version(package) for package in VERSIONED_PACKAGES})
             self._shared[document] = shared
         return self._shared[document]
-
-    def _digest(self, path: Path) -> str:
-        if path not in self._digests:
-            self._digests[path] = _file_digest(path)
-        return self._digests[path]
-
-    def _imported_spec_modules(self, path: Path) -> set[str]:
-        if path not in self._imports:
-            self._imports[path] = _imported_spec_modules(path)
-        return self._imports[path]
 
 
 def _file_digest(path: Path) -> str:
@@ -167,34 +173,3 @@ def installed_version(package: str) -> str:
     from importlib import metadata
 
     return metadata.version(package)
-
-
-def spec_dependencies(root: Path, spec_file: Path, imported=None) -> list[Path]:
-    """The spec file and every spec module it imports, directly or not, sorted."""
-    imported = imported or _imported_spec_modules
-    found: set[Path] = set()
-    pending = [spec_file, root / "spec" / "__init__.py"]
-    while pending:
-        path = pending.pop()
-        if path in found or not path.exists():
-            continue
-        found.add(path)
-        pending.extend(root / "spec" / f"{name}.py" for name in imported(path))
-    return sorted(found)
-
-
-def _imported_spec_modules(path: Path) -> set[str]:
-    try:
-        tree = ast.parse(path.read_bytes(), str(path))
-    except SyntaxError:
-        return set()
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module.startswith("spec."):
-                names.add(node.module.split(".")[1])
-            elif node.module == "spec":
-                names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.Import):
-            names.update(a.name.split(".")[1] for a in node.names if a.name.startswith("spec."))
-    return names

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from torch.ao.quantization.backend_config import BackendConfig, BackendPatternConfig, DTypeConfig
 
-from generator import compare, resolution
+from generator import compare, resolution, user_code
 from generator.errors import ReferenceBuilderError
 from generator.expansion import Declaration
 from generator.model import Pattern, TorchRef
@@ -155,13 +155,14 @@ def reference_builder(path: str, root: Path, location=None):
 
 def build_reference(path: str, root: Path, location=None) -> BackendConfig:
     """Call the reference builder; what it raises or returns wrongly is a one-line error."""
-    builder = reference_builder(path, root, location)
-    try:
-        built = builder()
-    except Exception as error:
-        raise ReferenceBuilderError(
-            f"reference builder {path} raised {type(error).__name__}: {error}", location
-        ) from None
+    with user_code.running(ReferenceBuilderError, f"reference builder {path}", root, location):
+        builder = reference_builder(path, root, location)
+        try:
+            built = builder()
+        except Exception as error:
+            raise ReferenceBuilderError(
+                f"reference builder {path} raised {type(error).__name__}: {error}", location
+            ) from None
     if not isinstance(built, BackendConfig):
         raise ReferenceBuilderError(
             f"reference builder {path} returned {type(built).__name__}, not a BackendConfig", location

@@ -33,7 +33,7 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator import dsl, factory_calls, model
+from generator import dsl, factory_calls, model, user_code
 from generator.errors import (
     BuilderCallError,
     BuilderImportError,
@@ -119,17 +119,19 @@ def load_builder(target: str, root: Path):
     # torch 2.13's builders fail in a fresh interpreter unless this module is imported first.
     import torch.ao.quantization.backend_config.utils  # noqa: F401
 
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as error:  # any failure of user code must become one line
-        raise BuilderImportError(f"cannot import {module_name}: {type(error).__name__}: {error}") from None
+    with user_code.running(BuilderImportError, f"importing {module_name}", root):
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as error:  # any failure of user code must become one line
+            raise BuilderImportError(f"cannot import {module_name}: {type(error).__name__}: {error}") from None
     builder = _attribute(module, function_name)
     if not callable(builder):
         raise BuilderImportError(f"{module_name} has no function {function_name!r}")
-    try:
-        backend_config = builder()
-    except Exception as error:
-        raise BuilderCallError(f"{target}() raised {type(error).__name__}: {error}") from None
+    with user_code.running(BuilderCallError, f"{target}()", root):
+        try:
+            backend_config = builder()
+        except Exception as error:
+            raise BuilderCallError(f"{target}() raised {type(error).__name__}: {error}") from None
     from torch.ao.quantization.backend_config import BackendConfig
 
     if not isinstance(backend_config, BackendConfig):

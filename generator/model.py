@@ -255,6 +255,8 @@ class ModuleSpec:
     exports: tuple[str, ...] = ()
     extra_dtype_configs: tuple[DTypeConfig, ...] = ()
     location: SourceLocation | None = field(default=None, compare=False, repr=False)
+    # The project files its load read, (path, digest): what the manifest records it was made from.
+    read: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def output(self) -> str:

@@ -3,13 +3,16 @@
 Nothing here executes the spec, renders or formats, and nothing imports torch,
 Jinja2 or black: `check` decides from this module alone, by comparing what the
 manifest (`generator/manifest.py`) recorded for each file with the file and the
-current inputs, and names the inputs that changed. Spec files are read only as
-syntax trees, to find the output name and the spec modules they import.
+current inputs, and names the inputs that changed. The project files that feed
+an output are those its spec load read, as the manifest recorded them (see
+generator/spec_reads.py). Spec files are read only as syntax trees, to find
+the output name.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,16 +60,50 @@ class Status:
     reasons: tuple[str, ...] = ()
 
 
-def plan(root: Path) -> list[Target]:
+def plan(root: Path, recorded: manifest.Manifest | None = None) -> list[Target]:
+    """Every target, with the inputs the manifest (read unless given) records its last load read.
+
+    The spec is not executed: a spec load can read a file it did not read last
+    time only through an edit to a file it did read, which makes the target stale.
+    The matrix is made from every spec file, so a new one is an input of it.
+    """
+    recorded = recorded if recorded is not None else manifest.read(root)
     digester = digests.InputsDigester(root)
     targets = []
     for spec_file in spec_files(root):
         name = module_name(spec_file)
         relative = str(spec_file.relative_to(root))
-        made_from = tuple(sorted(digester.inputs(relative).items()))
-        targets.append(_target(root, name, relative, Path("generated") / f"{name}.py", made_from))
-    matrix_inputs = tuple(sorted(digester.matrix_inputs([t.source for t in targets]).items()))
-    return targets + [_target(root, MATRIX, "spec/", MATRIX_OUTPUT, matrix_inputs)]
+        output = Path("generated") / f"{name}.py"
+        read = digester.project_files([relative, *_recorded_reads(recorded, output.as_posix(), digester)])
+        targets.append(_target(root, name, relative, output, tuple(sorted(digester.inputs(read).items()))))
+    every = [t.source for t in targets] + _recorded_reads(recorded, MATRIX_OUTPUT.as_posix(), digester)
+    matrix_inputs = digester.matrix_inputs(digester.project_files(every))
+    return targets + [_target(root, MATRIX, "spec/", MATRIX_OUTPUT, tuple(sorted(matrix_inputs.items())))]
+
+
+def _recorded_reads(recorded: manifest.Manifest | None, output: str, digester: digests.InputsDigester) -> list[str]:
+    entry = recorded.outputs.get(output) if recorded is not None else None
+    return [name for name in entry.inputs if not digester.is_shared(name)] if entry is not None else []
+
+
+def observed(targets: list[Target], reads: dict[str, dict[str, str]]) -> list[Target]:
+    """The targets with the inputs that this run's spec loads read: `reads` maps each spec file to
+    {project file: digest as read}. The manifest records these for the files written."""
+    if not targets:
+        return targets
+    digester = digests.InputsDigester(targets[0].root)
+    found = []
+    for target in targets:
+        if target.is_matrix:
+            every = {name: digest for read in reads.values() for name, digest in read.items()}
+            inputs = digester.matrix_inputs(every)
+        elif target.source in reads:
+            inputs = digester.inputs(reads[target.source])
+        else:
+            found.append(target)
+            continue
+        found.append(dataclasses.replace(target, made_from=tuple(sorted(inputs.items()))))
+    return found
 
 
 def _target(root: Path, name: str, source: str, output: Path, made_from) -> Target:

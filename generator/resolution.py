@@ -22,7 +22,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from generator import method_names, writing
+from generator import method_names, user_code, writing
 from generator.errors import SpecFieldError, TemplateRenderError, TorchKindError, UnknownTorchNameError, WriteError
 from generator.model import (
     Call,
@@ -62,7 +62,8 @@ def validate(modules: list[ModuleSpec], root: Path) -> None:
     facts = _read_cache(cache_file)
     unknown = {ref.path: ref for ref, _, _ in uses if ref.path not in facts}
     if unknown:
-        with project_on_path(root):  # a reference builder may be the user's own module
+        # A reference builder or an importable() name may be the user's own module, run on import.
+        with project_on_path(root), user_code.running(UnknownTorchNameError, "importing the spec's names", root):
             facts.update(_facts_from_torch(unknown))
     for ref, role, what in uses:
         _check(ref, role, what, facts[ref.path])

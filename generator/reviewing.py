@@ -33,9 +33,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator import digests, manifest, planning
+from generator import digests, manifest, planning, user_code
 from generator.compare import BackendDiff
-from generator.errors import GeneratedModuleError, GeneratorError, GitError, NothingToCompareError, UnknownBackendError
+from generator.errors import (
+    GeneratedModuleError,
+    GeneratorError,
+    GitError,
+    NothingToCompareError,
+    ReferenceBuilderError,
+    UnknownBackendError,
+)
 from generator.expansion import Declaration, expand_backend
 from generator.model import Backend, ModuleSpec, SourceLocation
 
@@ -85,34 +92,42 @@ def against_torch(root: Path, refs: list[BuilderRef]) -> Iterator[BackendDiff]:
     reason; a declaration that does not happen counts as drift.
     """
     from generator import divergence
-    from generator.compare import backend_diff
 
     locations = spec_locations(root)
     for ref in refs:
         if ref.reference is None:
             continue
-        module = _import_generated(root, ref.module)
-        ours = _build(module, ref)
+        with user_code.running(GeneratedModuleError, f"generated/{ref.module}.py", root):
+            module = _import_generated(root, ref.module)
+            ours = _build(module, ref)
         theirs = divergence.build_reference(ref.reference, root, ref.location)
-        names, where = _dtype_names(module), ({}, locations.get(ref.label, {}))
-        split = divergence.split_differences(ref.label, ours, theirs, ref.declarations)
-        compared = split.reference  # the reference with ours where a declared dtype config change stands
-        names = {**names, **_paired_names(compared, ours, names)}
-        keys = {divergence.torch_key(d.key) for d in ref.declarations if not d.of_dtype_config}
-        drift = backend_diff(
-            ref.label, divergence.without(compared, keys), divergence.without(ours, keys), names, where
-        )
-        # The reviewer's diff names every field the comparator checks; this is a safety net, not a format.
-        shown = drift.patterns or drift.name or drift.dtype_configs
-        stale = tuple(line.removeprefix(f"{ref.label}: ") for line in split.stale)  # lines() adds the label
-        unexplained = stale + (() if shown else tuple(map(str, split.undeclared)))
-        declared = tuple(
-            _declared_dtype_config(d, split.replaced[d]) if d.of_dtype_config
-            else _declared(d, theirs, ours, names, where, ref.label)
-            for d in split.declared
-        )  # fmt: skip
-        status = "changed" if unexplained else drift.status
-        yield dataclasses.replace(drift, status=status, unexplained=unexplained, declared=declared)
+        # Comparing callables calls the user's own (fuser methods): an exit there must not end the run.
+        with user_code.running(ReferenceBuilderError, f"comparing {ref.label}", root, ref.location, exceptions=False):
+            found = _against_reference(ref, module, ours, theirs, locations)
+        yield found
+
+
+def _against_reference(ref: BuilderRef, module, ours, theirs, locations) -> BackendDiff:
+    from generator import divergence
+    from generator.compare import backend_diff
+
+    names, where = _dtype_names(module), ({}, locations.get(ref.label, {}))
+    split = divergence.split_differences(ref.label, ours, theirs, ref.declarations)
+    compared = split.reference  # the reference with ours where a declared dtype config change stands
+    names = {**names, **_paired_names(compared, ours, names)}
+    keys = {divergence.torch_key(d.key) for d in ref.declarations if not d.of_dtype_config}
+    drift = backend_diff(ref.label, divergence.without(compared, keys), divergence.without(ours, keys), names, where)
+    # The reviewer's diff names every field the comparator checks; this is a safety net, not a format.
+    shown = drift.patterns or drift.name or drift.dtype_configs
+    stale = tuple(line.removeprefix(f"{ref.label}: ") for line in split.stale)  # lines() adds the label
+    unexplained = stale + (() if shown else tuple(map(str, split.undeclared)))
+    declared = tuple(
+        _declared_dtype_config(d, split.replaced[d]) if d.of_dtype_config
+        else _declared(d, theirs, ours, names, where, ref.label)
+        for d in split.declared
+    )  # fmt: skip
+    status = "changed" if unexplained else drift.status
+    return dataclasses.replace(drift, status=status, unexplained=unexplained, declared=declared)
 
 
 def _paired_names(theirs, ours, names: dict[int, str]) -> dict[int, str]:
@@ -293,18 +308,21 @@ def side_backends(side: Side) -> dict[str, SideBackend]:
         source = side.source(module_name)
         if not source.startswith(digests.GENERATED_LINE):
             continue  # a file of the user's own in generated/: not a module to compare
-        try:
-            module = _module_from_source(f"generated_{module_name}", source, module_name)
-        except Exception as error:
-            where = f"{side.revision}:" if side.revision else ""
-            raise GeneratedModuleError(
-                f"{where}generated/{module_name}.py fails to import: {type(error).__name__}: {error}; "
-                f"compare other revisions, or regenerate and commit at {side.title}"
-            ) from None
+        where = f"generated/{module_name}.py" + (f" at {side.revision}" if side.revision else "")
+        with user_code.running(GeneratedModuleError, where, side.root, SourceLocation(where, 1)):
+            try:
+                module = _module_from_source(f"generated_{module_name}", source, where)
+            except Exception as error:
+                revision = f"{side.revision}:" if side.revision else ""
+                raise GeneratedModuleError(
+                    f"{revision}generated/{module_name}.py fails to import: {type(error).__name__}: {error}; "
+                    f"compare other revisions, or regenerate and commit at {side.title}"
+                ) from None
         names = _dtype_names(module)
         for function in getattr(module, "__all__", vars(module)):
             if function.startswith("get_") and function.endswith("_backend_config"):
-                config = getattr(module, function)()
+                with user_code.running(GeneratedModuleError, f"{where}: {function}()", side.root):
+                    config = getattr(module, function)()
                 label = Backend(config.name, function, "", ()).label
                 found[label] = SideBackend(label, config.name, module_name, config, names)
     return found
@@ -385,6 +403,9 @@ def stale_files(side: Side) -> list[StaleFile]:
         recorded = manifest.read(tree)
         if recorded is None or not (tree / "spec").is_dir():
             return []
+        # The other files its spec loads read (helper modules anywhere in the project).
+        elsewhere = {name.split("/")[0] for name in recorded.inputs} - {p.name for p in tree.iterdir()}
+        _extract(side, tree, tuple(sorted(elsewhere - set(digests.VERSIONED_PACKAGES))))
         return _stale_in(tree, recorded, revision=side.revision)
 
 

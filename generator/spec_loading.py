@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import difflib
 import importlib
 import sys
 from pathlib import Path
 
-from generator import dsl
+from generator import dsl, spec_reads, user_code
 from generator.errors import (
     DeclarationWithoutReferenceError,
     DuplicateBackendError,
@@ -47,20 +48,34 @@ def spec_context(root: Path):
 
 
 def load_modules(root: Path, exclude: Path | None = None) -> list[ModuleSpec]:
-    """Execute every spec file (but `exclude`, one `import` is about to replace) and return their modules."""
+    """Execute every spec file (but `exclude`, one `import` is about to replace) and return their modules.
+
+    Each module records the project files its load read (`ModuleSpec.read`), and
+    each load runs on fresh project modules, so no spec file changes another's
+    output (see generator/spec_reads.py).
+    """
     root = root.resolve()
     exclude = exclude.resolve() if exclude is not None else None
+    observer = spec_reads.Observer(root)
     with spec_context(root):
-        modules = [_load_one(root, path) for path in spec_files(root) if path != exclude]
+        modules = [_load_one(root, path, observer) for path in spec_files(root) if path != exclude]
     _check_unique_outputs(modules)
     _check_unique_backends(modules)
     _check_declarations_have_a_reference(modules)
     return modules
 
 
-def _load_one(root: Path, path: Path) -> ModuleSpec:
+def _load_one(root: Path, path: Path, observer: spec_reads.Observer) -> ModuleSpec:
     relative = str(path.relative_to(root))
-    namespace = _import_spec(root, path.stem)
+    with observer.load() as read:
+        with user_code.running(SpecExecutionError, f"loading {relative}", root, SourceLocation(relative, 1)):
+            namespace = _import_spec(root, path.stem)
+        observer.note_file(str(path), read)
+    module = _module_spec(root, path, relative, namespace)
+    return dataclasses.replace(module, read=tuple(sorted((name, observer.digests[name]) for name in read)))
+
+
+def _module_spec(root: Path, path: Path, relative: str, namespace) -> ModuleSpec:
     declared = getattr(namespace, "MODULE", None)
     if declared is None:
         raise SpecFieldError("spec file defines no `MODULE = Module(...)`", SourceLocation(relative, 1))

@@ -289,7 +289,7 @@ def test_an_unknown_backend_for_diff_is_one_line(repo, capsys):
 
 
 def test_a_bug_is_still_one_line(project, capsys, monkeypatch):
-    def broken(root):
+    def broken(root, recorded=None):
         raise ValueError("a bug in the generator")
 
     monkeypatch.setattr(planning, "plan", broken)

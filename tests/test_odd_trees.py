@@ -98,7 +98,8 @@ def test_diff_from_a_revision_whose_module_does_not_compile_is_one_line(project,
     broken_line = len(good.splitlines()) + 2
     assert code == 2 and out == ""
     assert err.splitlines() == [
-        f"error: HEAD~1:generated/fbgemm.py fails to import: SyntaxError: invalid syntax (fbgemm, line {broken_line}); "
+        "error: HEAD~1:generated/fbgemm.py fails to import: SyntaxError: invalid syntax "
+        f"(fbgemm.py at HEAD~1, line {broken_line}); "
         "compare other revisions, or regenerate and commit at HEAD~1"
     ]
 

@@ -86,8 +86,10 @@ def pipeline_modules() -> list[str]:
 
 # Imported by the pipeline but unable to change a byte of output: error classes,
 # name validation (torch names, method names; the names a spec chooses), which only
-# accepts or rejects a spec, and the static check that refuses a broken module before it is written.
-CANNOT_SHAPE_OUTPUT = {"errors", "resolution", "method_names", "naming", "output_check"}
+# accepts or rejects a spec, the static check that refuses a broken module before it is
+# written, and the runner of user code, which only sends its prints to stderr and turns
+# what it raises into an error.
+CANNOT_SHAPE_OUTPUT = {"errors", "resolution", "method_names", "naming", "output_check", "user_code"}
 # The support matrix's own stage shapes the matrix only.
 MATRIX_ONLY = {"matrix"}
 

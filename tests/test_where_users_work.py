@@ -187,7 +187,7 @@ def test_a_missing_dependency_is_one_line_saying_how_to_install_it(command, miss
     ],
 )
 def test_which_missing_module_is_a_missing_dependency(missing, said, project, monkeypatch, capsys):
-    def needs(root):
+    def needs(root, recorded=None):
         raise ModuleNotFoundError(f"No module named {missing!r}", name=missing)
 
     monkeypatch.setattr(planning, "plan", needs)

@@ -1,0 +1,211 @@
+"""What a spec load reads, and keeping one load from changing another.
+
+The inputs recorded for a generated file (generator/manifest.py) are the
+project files its spec load really used, observed while it ran: the spec file,
+the spec modules it imports (relative imports too), helper modules anywhere in
+the project, data files it opens, and the project modules its importable() names
+and reference builders point to. An audit hook sees each file executed (the
+"exec" event carries the code object, whose file is the module's source) and
+opened, and digests it then, as it is read. A new import can only appear through
+an edit to a file already recorded, so the record stays sound.
+
+Each load also runs on fresh module objects: project modules (spec.* and the
+user's helpers) are taken out of sys.modules before it, and those it imported
+are dropped after it. So one spec file cannot change what another produces,
+whatever it mutates, and the output does not depend on the order of loads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import inspect
+import os
+import sys
+from pathlib import Path
+
+_GENERATOR_DIR = str(Path(__file__).resolve().parent) + os.sep
+# Folders of the project that hold no input: the generator's own output and caches.
+_NOT_INPUTS = (".git", ".cache", "generated", "__pycache__")
+_WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+# Namespaces every load shares: a load may rebind names in them, but not for the next one.
+_SHARED_NAMESPACES = ("builtins", "generator.dsl", "generator.model")
+# The vocabulary's calls that name code by import path, and the argument that does:
+# a project module named there is an input although the load does not import it.
+_NAMING_CALLS = {"importable": "path", "Backend": "reference"}
+
+_observer: Observer | None = None
+_hooked = False
+
+
+class Observer:
+    """One run's loads: the project files each read, with each file's digest as first read."""
+
+    def __init__(self, root: Path):
+        self.root = root.resolve()
+        self._prefix = str(self.root) + os.sep
+        # A virtualenv or installed packages inside the project are not the project's code.
+        prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if "-packages" in p)}
+        inside = [str(Path(p).resolve()) + os.sep for p in prefixes if p]
+        self._outside = (_GENERATOR_DIR, *(p for p in inside if p.startswith(self._prefix)))
+        self.digests: dict[str, str] = {}
+        self._read: set[str] | None = None
+        self._busy = False
+
+    @contextlib.contextmanager
+    def load(self):
+        """Observe one load, on fresh project modules; yields the set of project files it read."""
+        with self._isolated_load() as read, self._naming_calls_noted(read):
+            yield read
+
+    @contextlib.contextmanager
+    def _naming_calls_noted(self, read: set[str]):
+        """While spec code runs, importable("my_pkg.fusers.fuse") notes my_pkg's files (restored after:
+        the vocabulary's namespace is one that _isolated_load restores)."""
+        from generator import dsl
+
+        for name, argument in _NAMING_CALLS.items():
+            setattr(dsl, name, self._noting(getattr(dsl, name), argument, read))
+        yield
+
+    def _noting(self, function, argument: str, read: set[str]):
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def noting(*args, **kwargs):
+            with contextlib.suppress(TypeError):  # the call itself reports a wrong call
+                dotted = signature.bind_partial(*args, **kwargs).arguments.get(argument)
+                if isinstance(dotted, str):
+                    self.note_module(dotted, read)
+            return function(*args, **kwargs)
+
+        return noting
+
+    @contextlib.contextmanager
+    def _isolated_load(self):
+        global _observer
+        _install_hook()
+        read: set[str] = set()
+        kept = {name: module for name, module in sys.modules.items() if self._is_local(module)}
+        for name in kept:
+            del sys.modules[name]
+        before = set(sys.modules)
+        shared = [sys.modules[name] for name in _SHARED_NAMESPACES if name in sys.modules]
+        saved = [dict(vars(module)) for module in shared]
+        previous, _observer, self._read = _observer, self, read
+        try:
+            yield read
+        finally:
+            _observer, self._read = previous, None
+            for module, names in zip(shared, saved):
+                _restore(vars(module), names)
+            for name in set(sys.modules) - before:
+                module = sys.modules.get(name)
+                if self._is_local(module):
+                    self.note_file(getattr(module, "__file__", None), read)  # e.g. an extension module
+                    del sys.modules[name]
+            sys.modules.update(kept)
+
+    def note_module(self, dotted: str, read: set[str]) -> None:
+        """Note the project files a dotted name (`my_backend.fusers.fuse`) would import, without importing."""
+        parts = dotted.split(".")
+        if parts[0] not in self._top_level_names():
+            return  # torch, operator, ...: not the project's
+        folder = self.root
+        for part in parts:
+            module = folder / f"{part}.py"
+            package = folder / part
+            if (package / "__init__.py").is_file():
+                self.note_file(str(package / "__init__.py"), read)
+            elif module.is_file():
+                self.note_file(str(module), read)
+                return
+            elif not package.is_dir():  # nothing (more) of it in the project
+                return
+            folder = package
+
+    @functools.cache  # noqa: B019 - one observer serves one run, and the project's top level does not change
+    def _top_level_names(self) -> frozenset[str]:
+        try:
+            return frozenset(name.removesuffix(".py") for name in os.listdir(self.root))
+        except OSError:
+            return frozenset()
+
+    def note_file(self, filename: str | None, read: set[str]) -> None:
+        relative = self._relative(filename)
+        if relative is None:
+            return
+        if relative not in self.digests:
+            self._busy = True  # reading it here must not be observed again
+            try:
+                with open(filename, "rb") as stream:
+                    self.digests[relative] = hashlib.sha256(stream.read()).hexdigest()
+            except OSError:
+                return  # a folder, or gone already: nothing that was read
+            finally:
+                self._busy = False
+        read.add(relative)
+
+    def _relative(self, filename) -> str | None:
+        if not isinstance(filename, str) or not filename.startswith(self._prefix):
+            return None
+        if filename.startswith(self._outside):
+            return None
+        relative = Path(filename[len(self._prefix) :])
+        if relative.parts[0] in _NOT_INPUTS or "__pycache__" in relative.parts:
+            return None
+        return relative.as_posix()
+
+    def _is_local(self, module) -> bool:
+        """A module of the project's own (spec.*, a helper), not the generator's or an installed one."""
+        filename = getattr(module, "__file__", None)
+        if isinstance(filename, str):
+            return filename.startswith(self._prefix) and not filename.startswith(self._outside)
+        paths = getattr(module, "__path__", None)  # a namespace package: a folder without __init__.py
+        try:
+            return any(str(p).startswith(self._prefix) and not str(p).startswith(self._outside) for p in paths or ())
+        except TypeError:
+            return False
+
+    def _saw(self, event: str, args) -> None:
+        if event == "exec":
+            filename = getattr(args[0], "co_filename", None)
+        else:  # open(path, mode, flags)
+            path, mode, flags = args
+            if isinstance(path, int) or path is None:
+                return
+            if mode is not None and any(c in mode for c in "wax+"):
+                return  # written, not read
+            if mode is None and isinstance(flags, int) and flags & _WRITING:
+                return
+            filename = os.path.abspath(os.fsdecode(path))
+        if self._read is not None:
+            self.note_file(filename, self._read)
+
+
+def _restore(namespace: dict, saved: dict) -> None:
+    for name in [n for n in namespace if n not in saved]:
+        del namespace[name]
+    for name, value in saved.items():
+        if namespace.get(name, _restore) is not value:
+            namespace[name] = value
+
+
+def _audit(event: str, args) -> None:
+    observer = _observer
+    if observer is None or observer._busy or event not in ("exec", "open"):
+        return
+    try:
+        observer._saw(event, args)
+    except Exception:  # noqa: S110 - an audit hook that raises would fail the user's own open()
+        pass
+
+
+def _install_hook() -> None:
+    """Audit hooks cannot be removed: one hook per process, idle unless a load is observed."""
+    global _hooked
+    if not _hooked:
+        sys.addaudithook(_audit)
+        _hooked = True

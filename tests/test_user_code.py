@@ -1,0 +1,314 @@
+"""Spec files and builders are arbitrary Python, and nothing they do can make a command lie.
+
+Through the real CLI, on a copy of the project:
+- the inputs recorded for a generated file are every project file its spec load
+  read (a relative import, a helper module in the project, a data file it opens),
+  so `check` sees an edit to any of them and `regenerate` rewrites the file;
+- one spec file cannot change what another produces, whatever it mutates;
+- whatever user code raises (SystemExit 0 included) is one located line, exit 2,
+  nothing written, and what it prints never reaches standard output.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, commit_all, git
+
+ENV = dict(os.environ, PYTHONPATH=str(ROOT))
+
+
+def generator(project: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "generator", *args], cwd=project, env=env or ENV, capture_output=True, text=True,
+        timeout=300,
+    )
+
+
+def snapshot(project: Path) -> dict[str, bytes]:
+    """Every file regenerate could write."""
+    files = [*(project / "generated").iterdir(), *(project / "docs").iterdir()]
+    return {str(p.relative_to(project)): p.read_bytes() for p in files if p.is_file()}
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert text.count(old) == 1, (path, old)
+    path.write_text(text.replace(old, new))
+
+
+def written(done: subprocess.CompletedProcess) -> set[str]:
+    return {line.split()[1] for line in done.stdout.splitlines() if line.startswith("written ")}
+
+
+def stale(done: subprocess.CompletedProcess) -> set[str]:
+    return {line.split(":")[0] for line in done.stdout.splitlines() if ": stale" in line}
+
+
+def keep_only(project: Path, *names: str) -> Path:
+    """The project reduced to some spec files (and what they import), so that each run renders less."""
+    for spec in (project / "spec").glob("[!_]*.py"):
+        if spec.stem not in names:
+            spec.unlink()
+    regenerated_cleanly(project)  # removes the other modules
+    return project
+
+
+def regenerated_cleanly(project: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    done = generator(project, "regenerate", env=env)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def assert_fresh(project: Path, env: dict | None = None) -> None:
+    for command in (["check"], ["check", "--full"]):
+        done = generator(project, *command, env=env)
+        assert done.returncode == 0, (command, done.stdout, done.stderr)
+
+
+# ---------------------------------------------------------------------------
+# Inputs are what the load really read
+# ---------------------------------------------------------------------------
+
+DROPPED_OP = "nn.Dropout, "  # in spec/_common.py's DEFAULT_OPS, which fbgemm's default ops use
+
+
+def test_an_edit_to_a_relatively_imported_module_makes_its_importer_stale(project):
+    keep_only(project, "fbgemm", "x86")
+    edit(project / "spec" / "fbgemm.py", "from spec._common import (", "from ._common import (")
+    regenerated_cleanly(project)
+    edit(project / "spec" / "_common.py", DROPPED_OP, "")
+    before = generator(project, "check")
+    assert before.returncode == 1
+    assert "generated/fbgemm.py" in stale(before)
+    assert "generated/fbgemm.py: stale: spec/_common.py changed" in before.stdout
+    assert "generated/fbgemm.py" in written(regenerated_cleanly(project))
+    assert "nn.Dropout" not in (project / "generated" / "fbgemm.py").read_text()
+    assert_fresh(project)
+
+
+HELPER = '''\
+"""A helper module of the user's own, in the project root: it reads a data file too."""
+
+from pathlib import Path
+
+DOC = "FBGEMM, as the helper describes it."
+NOTE = (Path(__file__).parent / "data" / "note.txt").read_text().strip()
+'''
+
+
+def test_an_edit_to_a_helper_module_or_a_file_it_reads_makes_the_spec_stale(project):
+    keep_only(project, "fbgemm")
+    (project / "myops.py").write_text(HELPER)
+    (project / "data").mkdir()
+    (project / "data" / "note.txt").write_text("first note\n")
+    spec = project / "spec" / "fbgemm.py"
+    edit(spec, "from generator.dsl import", "from myops import DOC, NOTE\nfrom generator.dsl import")
+    edit(spec, 'doc="BackendConfig for PyTorch\'s native FBGEMM backend."', 'doc=DOC + " " + NOTE')
+    regenerated_cleanly(project)
+    module = project / "generated" / "fbgemm.py"
+    assert "FBGEMM, as the helper describes it. first note" in module.read_text()
+
+    for path, old, new, shown in (
+        (project / "myops.py", "as the helper describes it", "as the edited helper says", "as the edited helper says"),
+        (project / "data" / "note.txt", "first note", "second note", "second note"),
+    ):
+        edit(path, old, new)
+        before = generator(project, "check")
+        assert before.returncode == 1, before.stdout
+        relative = path.relative_to(project).as_posix()
+        assert f"generated/fbgemm.py: stale: {relative} changed" in before.stdout
+        assert "generated/fbgemm.py" in written(regenerated_cleanly(project))
+        assert shown in module.read_text()
+    assert_fresh(project)
+
+
+FUSERS = '''\
+"""The backend's own fuser, which the generated module imports by name."""
+
+import torch
+
+
+def fuse_conv_relu(is_qat, conv, relu):
+    return torch.ao.nn.intrinsic.ConvReLU2d(conv, relu)
+'''
+
+
+def test_an_edit_to_the_project_module_an_importable_name_points_to_makes_its_user_stale(project):
+    keep_only(project, "fbgemm")
+    (project / "my_pkg").mkdir()
+    (project / "my_pkg" / "__init__.py").write_text("")
+    (project / "my_pkg" / "fusers.py").write_text(FUSERS)
+    spec = project / "spec" / "my_backend.py"  # the spec itself never imports my_pkg
+    spec.write_text((ROOT / "tests" / "custom_backends" / "tutorial" / "spec" / "my_backend.py").read_text())
+    edit(spec, "    config,\n", "    config,\n    importable,\n")
+    edit(spec, "fuser_method=sequential(nni.ConvReLU2d)", 'fuser_method=importable("my_pkg.fusers.fuse_conv_relu")')
+    installed = dict(ENV, PYTHONPATH=os.pathsep.join([str(ROOT), str(project)]))  # my_pkg importable from anywhere
+    regenerated_cleanly(project, installed)
+    assert "from my_pkg.fusers import fuse_conv_relu" in (project / "generated" / "my_backend.py").read_text()
+    edit(project / "my_pkg" / "fusers.py", "    return", "    # an edit that may change what the name is\n    return")
+    before = generator(project, "check", env=installed)
+    assert before.returncode == 1, before.stdout
+    # The module only imports the name, so its text stays: check says the input changed, and why it matters not.
+    assert "generated/my_backend.py: inputs changed (my_pkg/fusers.py changed), content unchanged" in before.stdout
+    regenerated_cleanly(project, installed)
+    assert_fresh(project, installed)
+
+
+def test_diff_judges_a_revision_by_the_helper_files_its_spec_read(project):
+    keep_only(project, "fbgemm")
+    (project / "myops.py").write_text('DOC = "FBGEMM, as the helper describes it."\n')
+    spec = project / "spec" / "fbgemm.py"
+    edit(spec, "from generator.dsl import", "from myops import DOC\nfrom generator.dsl import")
+    edit(spec, 'doc="BackendConfig for PyTorch\'s native FBGEMM backend."', "doc=DOC")
+    regenerated_cleanly(project)
+    commit_all(project)
+    (project / "NOTES.md").write_text("a commit that changes no input\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "notes")
+    done = generator(project, "diff", "--rev", "HEAD~1..HEAD")
+    assert done.returncode == 0, (done.stdout, done.stderr)  # not "out of date": myops.py is read at HEAD too
+    assert "out of date" not in done.stdout
+
+
+# ---------------------------------------------------------------------------
+# Spec files cannot affect each other
+# ---------------------------------------------------------------------------
+
+MUTATION = """
+# Mutates the op list every other backend's spec imports, and the vocabulary, after this module is made.
+import spec._common
+spec._common.DEFAULT_OPS.pop()
+spec._common.DEFAULT_OPS.append(spec._common.DEFAULT_OPS[0])
+import generator.dsl
+generator.dsl.config = None
+"""
+
+
+def test_one_spec_file_mutating_a_shared_list_changes_no_other_output(project):
+    keep_only(project, "executorch", "qnnpack", "fbgemm")
+    before = snapshot(project)
+    spec = project / "spec" / "executorch.py"  # loaded first: every other load would see the mutation
+    spec.write_text(spec.read_text() + MUTATION)
+    regenerated_cleanly(project)
+    after = snapshot(project)
+    changed = sorted(name for name in before if before[name] != after[name])
+    assert changed == ["generated/manifest.json"]  # the spec file's digest, nothing else
+    assert_fresh(project)
+
+
+# ---------------------------------------------------------------------------
+# User code cannot end or bend a run
+# ---------------------------------------------------------------------------
+
+ENDINGS = {
+    "exit 0": "import sys; sys.exit(0)",
+    "exit 3": "import sys; sys.exit(3)",
+    "GeneratorExit": "raise GeneratorExit",
+    "BaseException": "raise BaseException('boom')",
+    "KeyboardInterrupt": "raise KeyboardInterrupt",
+}
+RAISED = {
+    "exit 0": "SystemExit(0)",
+    "exit 3": "SystemExit(3)",
+    "GeneratorExit": "GeneratorExit",
+    "BaseException": "BaseException: boom",
+    "KeyboardInterrupt": "KeyboardInterrupt",
+}
+
+
+@pytest.mark.parametrize("command", [["regenerate"], ["check"], ["check", "--full"]], ids=" ".join)
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_a_spec_that_exits_or_raises_a_base_exception_is_one_located_line(ending, command, project):
+    spec = project / "spec" / "x86.py"
+    spec.write_text(spec.read_text() + ENDINGS[ending] + "\n")
+    line = len(spec.read_text().splitlines())
+    before = snapshot(project)
+    done = generator(project, *command)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(f"error: spec/x86.py:{line}: loading spec/x86.py raised {RAISED[ending]}")
+    assert snapshot(project) == before
+
+
+PRINTS = """
+import os as _os, sys as _sys
+print("printed by the spec")
+_sys.stdout.write("written by the spec\\n")
+_os.write(1, b"written to fd 1 by the spec\\n")
+"""
+
+
+def test_what_a_spec_prints_never_reaches_standard_output(project):
+    keep_only(project, "x86")
+    spec = project / "spec" / "x86.py"
+    spec.write_text(spec.read_text() + PRINTS)
+    regenerated_cleanly(project)
+    commit_all(project)
+    matrix = generator(project, "matrix", "--stdout")
+    assert matrix.returncode == 0, matrix.stderr
+    assert matrix.stdout == (project / "docs" / "support-matrix.md").read_text()
+    assert "printed by the spec" in matrix.stderr and "written to fd 1 by the spec" in matrix.stderr
+    diff = generator(project, "diff", "--format", "json")  # HEAD against the working tree
+    assert "printed by the spec" in diff.stderr  # the spec was loaded (for its lines) ...
+    document = json.loads(diff.stdout)  # ... and standard output is JSON only
+    assert isinstance(document, dict)
+
+
+EXITING_BUILDER = '''\
+def get_quitter_backend_config():
+    print("leaving")
+    raise SystemExit(0)
+'''
+
+
+def test_import_of_a_builder_that_exits_is_one_located_line_and_writes_nothing(project):
+    (project / "quitter.py").write_text(EXITING_BUILDER)
+    done = generator(project, "import", "quitter:get_quitter_backend_config")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stdout == ""
+    assert done.stderr.splitlines()[-1].startswith(
+        "error: quitter.py:3: quitter:get_quitter_backend_config() raised SystemExit(0)"
+    )
+    assert not (project / "spec" / "quitter.py").exists()
+
+
+def test_diff_of_a_revision_whose_generated_module_exits_is_one_located_line(project):
+    commit_all(project)
+    module = project / "generated" / "fbgemm.py"
+    good = module.read_text()
+    module.write_text(good.replace("\nimport ", "\nraise SystemExit(0)\nimport ", 1))
+    line = module.read_text().splitlines().index("raise SystemExit(0)") + 1
+    git(project, "commit", "-qam", "a generated module that exits")
+    module.write_text(good)
+    git(project, "commit", "-qam", "repaired")
+    done = generator(project, "diff", "--rev", "HEAD~1..HEAD", "--format", "json")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stdout == ""
+    assert done.stderr == f"error: generated/fbgemm.py at HEAD~1:{line}: generated/fbgemm.py at HEAD~1 raised " \
+        "SystemExit(0) (user code must not exit: remove the sys.exit() or raise an Exception instead)\n"
+
+
+EXITING_REFERENCE = '''\
+def get_reference_config():
+    raise SystemExit(0)
+'''
+
+
+def test_diff_against_a_reference_builder_that_exits_is_one_located_line(project):
+    keep_only(project, "x86")
+    (project / "myref.py").write_text(EXITING_REFERENCE)
+    edit(project / "spec" / "x86.py", "torch.ao.quantization.backend_config.x86.get_x86_backend_config",
+         "myref.get_reference_config")  # fmt: skip
+    regenerated_cleanly(project)
+    done = generator(project, "diff", "--against-torch", "--format", "json")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    expected = "error: myref.py:2: reference builder myref.get_reference_config raised SystemExit(0)"
+    assert done.stderr.startswith(expected)
