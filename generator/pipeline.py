@@ -28,9 +28,9 @@ def load(root: Path, validate: bool) -> list[ExpandedModule]:
 
 def load_and_build(root: Path, targets: list[Target], jobs: int) -> tuple[list[ExpandedModule], dict[str, str]]:
     """Load the spec, validating its torch names, and build the given targets."""
-    # The formatting workers fork before validation may import torch (on a cold name
-    # cache), so that they do not each hold a copy-on-write view of torch's memory.
-    with Formatter(jobs) as formatter:
+    # The formatting workers fork only when there is something new to format, once the
+    # cache has been consulted: a regenerate of a known spec starts none.
+    with Formatter(jobs, cache_folder(root)) as formatter:
         modules = load(root, validate=True)
         return modules, build(root, modules, targets, formatter)
 
@@ -42,7 +42,7 @@ def build(root: Path, modules: list[ExpandedModule], targets: list[Target], form
     Without a `formatter`, black runs in this process.
     """
     if formatter is None:
-        with Formatter(1) as inline:
+        with Formatter(1, cache_folder(root)) as inline:
             return build(root, modules, targets, inline)
     by_name = {m.spec.name: m for m in modules}
     wanted = [t for t in targets if not t.is_matrix]
@@ -61,6 +61,11 @@ def build(root: Path, modules: list[ExpandedModule], targets: list[Target], form
         texts[target.name] = _with_header(target, pending[target.name]())
         check_module(texts[target.name], by_name[target.name].spec.output)  # before anything is written
     return texts
+
+
+def cache_folder(root: Path) -> Path:
+    """Where formatted pieces are kept between runs (see formatting.FormatCache)."""
+    return root / ".cache" / "generator"
 
 
 def _pattern_count(module: ExpandedModule) -> int:
