@@ -5,7 +5,7 @@ They must be the very lines f_lineno gives."""
 import textwrap
 
 from generator import dsl, spec_loading
-from tests.conftest import ROOT, copy_project
+from tests.conftest import copy_project
 
 
 def test_every_spec_location_is_the_line_python_reports(monkeypatch, tmp_path):
