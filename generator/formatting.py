@@ -48,6 +48,7 @@ _ENTRY_INDENT = " " * 12  # where the builder template puts its pattern entries
 _WRAP_HEAD = "def _():\n    return _(\n        [\n"
 _WRAP_TAIL = "        ]\n    )\n"
 _FORMATTED_MARKER = _ENTRY_INDENT + _ENTRY_LINE
+_LINE_LENGTH = 88  # black's default, which format_block uses
 _BATCH_CHARS = 20_000  # entries per worker task: few enough tasks to keep both cores busy, not one each
 
 
@@ -118,6 +119,11 @@ class Block:
         line = _ENTRY_INDENT + _PLACEHOLDER + ",\n"
         skeleton = self.skeleton.formatted
         if skeleton.count(line) != 1 or any(e.formatted is None for e in self.entries):
+            return None
+        # black splits the statement that holds the list at its last bracket, whatever the list
+        # holds, only when the line that opens it fits: otherwise the two could differ.
+        opening = skeleton[: skeleton.index(line)].splitlines()[-2:]
+        if len(opening) != 2 or opening[1] != "        [" or not opening[0].endswith("(") or len(opening[0]) > _LINE_LENGTH:
             return None
         return skeleton.replace(line, "".join(e.formatted for e in self.entries))
 
