@@ -1,6 +1,7 @@
 """black formats only what is new: formatted pieces are cached by content, and no cache can change output."""
 
 import json
+import re
 
 import black
 import pytest
@@ -111,3 +112,13 @@ def test_regenerate_with_a_forged_cache_writes_what_black_writes(project):
     assert cli.main(["--root", str(project), "regenerate", "--force", "--jobs", "2"]) == 0
     for output in outputs:
         assert (project / output).read_bytes() == (ROOT / output).read_bytes(), output
+
+
+def test_a_builder_whose_list_opens_on_a_line_too_long_is_what_black_makes_of_it_whole(rendered, tmp_path, monkeypatch):
+    output, source, _ = rendered
+    long_name = "a_backend_whose_name_is_long_enough_to_push_the_opening_line_past_black_s_line_length"
+    edited = re.sub(r"BackendConfig\((['\"])", rf"BackendConfig(\g<1>{long_name}", source, count=1)
+    assert edited != source
+    text, _ = formatted(edited, output, tmp_path, monkeypatch)
+    unmarked = edited.replace(formatting.BLOCK_MARKER, "").replace(formatting.ENTRY_MARKER + "\n", "")
+    assert text == black.format_str(unmarked, mode=black.Mode())
