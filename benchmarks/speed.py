@@ -10,7 +10,8 @@ generator/ itself, committed to a throwaway git repository), so an edit to the
 real tree during the run changes nothing measured. A warm-up `regenerate
 --force` fills the caches first.
 
-- Each figure is run N times (5, or 3 with --quick; --runs sets it). The state
+- Each figure is run N times (5, or 3 with --quick; --runs sets it; with --quick
+  the figures of several seconds, and the larger sizes, run once). The state
   a run starts from is restored before each one (the edited spec file, the
   generated files, the caches), so every run of "an edit" is the first save of
   that edit: black formats what the edit makes new, not nothing.
@@ -29,7 +30,7 @@ real tree during the run changes nothing measured. A warm-up `regenerate
   copy, for each N in --sizes. `regenerate --force` is measured with the
   format cache emptied (everything formatted; the torch-names cache kept), then
   `matrix --stdout`, then `diff` after a one-pattern edit (both sides of the
-  synthetic module built). --huge adds 20,000 patterns (one run, with peak
+  synthetic module built); the rest of the spec stays cached. --huge adds 20,000 patterns (one run, with peak
   memory: the largest single process, from the kernel's accounting).
 - --suite also times the test suite (`python -m pytest`, both cores), once.
 
@@ -209,9 +210,9 @@ def edit(path: Path, old: str, new: str) -> Callable[[], None]:
     return apply
 
 
-def forget_format_cache(project: Project) -> Callable[[], None]:
+def forget_format_cache(project: Project, module: str = "*") -> Callable[[], None]:
     def apply() -> None:
-        for path in (project.root / ".cache" / "generator").glob("format-*.json"):
+        for path in (project.root / ".cache" / "generator").glob(f"format-generated_{module}.py.json"):
             path.unlink()
 
     return apply
@@ -222,6 +223,7 @@ def empty_cache(project: Project) -> Callable[[], None]:
 
 
 def edit_loop_figures(project: Project, runs: int, floors: dict[str, str], quick: bool) -> list[Figure]:
+    heavy = 1 if quick else runs  # the figures of seconds, where one run says enough for --quick
     spec = project.root / "spec"
     common, x86 = spec / "_common.py", spec / "x86.py"
     line = x86.read_text().splitlines(keepends=True)[-1]
@@ -238,21 +240,21 @@ def edit_loop_figures(project: Project, runs: int, floors: dict[str, str], quick
     samples = project.time(runs, "regenerate", prepare=known)
     figures.append(Figure(f"regenerate after adding {KNOWN_OP} to DEFAULT_OPS", samples, 0.5, floors["black"]))
     new = edit(common, DEFAULT_OPS_LINE, f"{DEFAULT_OPS_LINE}    {NEW_OP},\n")
-    samples = project.time(runs, "regenerate", prepare=new)
+    samples = project.time(heavy, "regenerate", prepare=new)
     name = f"same with {NEW_OP}, a torch name never seen"
     figures.append(Figure(name, samples, 2.0, floors["torch"]))
     progress("regenerate --force")
     figures.append(Figure("regenerate --force, nothing new", project.time(runs, "regenerate", "--force"), 0.5))
-    samples = project.time(runs, "regenerate", "--force", prepare=forget_format_cache(project))
+    samples = project.time(heavy, "regenerate", "--force", prepare=forget_format_cache(project))
     figures.append(Figure("regenerate --force, format cache empty", samples, 1.0, floors["black_alone"]))
-    samples = project.time(runs, "regenerate", "--force", "--jobs", "1", prepare=forget_format_cache(project))
+    samples = project.time(heavy, "regenerate", "--force", "--jobs", "1", prepare=forget_format_cache(project))
     figures.append(Figure("  the same with --jobs 1", samples, None, floors["black_alone"]))
-    samples = project.time(runs, "regenerate", "--force", prepare=empty_cache(project))
+    samples = project.time(heavy, "regenerate", "--force", prepare=empty_cache(project))
     figures.append(Figure("regenerate --force, .cache/ empty", samples, None, floors["torch"], "imports torch"))
     progress("check --full and diff")
     figures.append(Figure("check --full, nothing new", project.time(runs, "check", "--full"), 0.5))
     figures.append(Figure("diff, nothing changed", project.time(runs, "diff"), 0.5, floors["python"]))
-    samples = project.time(runs, "diff", "--against-torch")
+    samples = project.time(heavy, "diff", "--against-torch")
     figures.append(Figure("diff --against-torch", samples, 2.0, floors["torch"]))
     progress("import of torch's onednn builder")
     import_runs = 1 if quick else max(1, runs // 2)
@@ -293,6 +295,7 @@ def synthetic_spec(count: int) -> str:
 
 def scale_figures(folder: Path, base: Project, count: int, runs: int, memory: bool) -> list[Figure]:
     progress(f"a synthetic backend of {count} patterns")
+    forget = forget_format_cache  # of the synthetic module alone: the rest of the spec is not new
     project = Project(folder / f"scale-{count}")
     shutil.copytree(base.root / ".cache", project.root / ".cache")  # the committed spec's caches, warm
     spec = project.root / "spec" / "synthetic.py"
@@ -305,11 +308,11 @@ def scale_figures(folder: Path, base: Project, count: int, runs: int, memory: bo
     figures = []
     if memory:
         start = time.perf_counter()
-        peak = largest_process_kb(project, "regenerate", "--force", prepare=forget_format_cache(project))
+        peak = largest_process_kb(project, "regenerate", "--force", prepare=forget(project, "synthetic"))
         figures.append(Figure(f"N={count}: regenerate --force, format cache empty", [time.perf_counter() - start],
                               20.0, note=f"peak {peak / 1024:.0f} MB in one process (target <= 400 MB)"))  # fmt: skip
         return figures
-    samples = project.time(runs, "regenerate", "--force", prepare=forget_format_cache(project))
+    samples = project.time(runs, "regenerate", "--force", prepare=forget(project, "synthetic"))
     target = {5000: 5.0}.get(count)
     figures.append(Figure(f"N={count}: regenerate --force, format cache empty", samples, target))
     samples = project.time(runs, "regenerate", "--force")
@@ -391,7 +394,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         figures = floor_figures + edit_loop_figures(project, runs, floors, options.quick)
         for count in sizes:
-            figures += scale_figures(folder, project, count, runs if count <= 1000 else max(1, runs - 2), memory=False)
+            scale_runs = runs if count <= 1000 and not options.quick else max(1, runs - 2)
+            figures += scale_figures(folder, project, count, scale_runs, memory=False)
         if options.huge:
             figures += scale_figures(folder, project, 20_000, 1, memory=True)
         else:
