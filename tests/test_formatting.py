@@ -101,14 +101,14 @@ def test_a_corrupt_or_forged_cache_cannot_change_output(rendered, tmp_path, monk
 
 
 def test_regenerate_with_a_forged_cache_writes_what_black_writes(project):
-    """Through the CLI: every cached piece of every module forged, one file cut short."""
+    """Through the CLI: every cached piece of a module forged, another module's cache file cut short
+    (the two smallest, so that black has least to do again)."""
     outputs = [f"generated/{module}.py" for module in GENERATED_MODULES] + [MATRIX]
     assert cli.main(["--root", str(project), "regenerate", "--force", "--jobs", "1"]) == 0
-    cache_files = sorted((project / ".cache" / "generator").glob("format-*.json"))
-    assert len(cache_files) == len(GENERATED_MODULES)
-    for path in cache_files[1:]:
-        _forged_with_valid_checksums(path)
-    _truncated(cache_files[0])
+    cache_files = sorted((project / ".cache" / "generator").glob("format-*.json"), key=lambda p: p.stat().st_size)
+    assert len(cache_files) == len(GENERATED_MODULES) >= 2
+    _forged_with_valid_checksums(cache_files[0])
+    _truncated(cache_files[1])
     assert cli.main(["--root", str(project), "regenerate", "--force", "--jobs", "2"]) == 0
     for output in outputs:
         assert (project / output).read_bytes() == (ROOT / output).read_bytes(), output
