@@ -52,12 +52,6 @@ _LINE_LENGTH = 88  # black's default, which format_block uses
 _BATCH_CHARS = 20_000  # entries per worker task: few enough tasks to keep both cores busy, not one each
 
 
-def format_source(source: str, output: str) -> str:
-    """The whole module formatted in this process, without a cache."""
-    with Formatter(1) as formatter:
-        return formatter.submit(source, output)()
-
-
 def split_blocks(source: str) -> list[str]:
     return source.split(BLOCK_MARKER)
 
@@ -123,7 +117,8 @@ class Block:
         # black splits the statement that holds the list at its last bracket, whatever the list
         # holds, only when the line that opens it fits: otherwise the two could differ.
         opening = skeleton[: skeleton.index(line)].splitlines()[-2:]
-        if len(opening) != 2 or opening[1] != "        [" or not opening[0].endswith("(") or len(opening[0]) > _LINE_LENGTH:
+        fits = len(opening) == 2 and opening[0].endswith("(") and len(opening[0]) <= _LINE_LENGTH
+        if not fits or opening[1] != "        [":
             return None
         return skeleton.replace(line, "".join(e.formatted for e in self.entries))
 
