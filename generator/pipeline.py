@@ -7,6 +7,7 @@ the caller.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from generator import digests, rendering, resolution, spec_loading
@@ -27,23 +28,46 @@ def load(root: Path, validate: bool) -> list[ExpandedModule]:
 
 
 def load_and_build(root: Path, targets: list[Target], jobs: int) -> tuple[list[ExpandedModule], dict[str, str]]:
-    """Load the spec, validating its torch names, and build the given targets."""
-    # The formatting workers fork only when there is something new to format, once the
-    # cache has been consulted: a regenerate of a known spec starts none.
+    """Load the spec, validating its torch names, and build the given targets.
+
+    Validation may import torch (seconds, for a name never seen before), so it runs
+    once whatever is new has been handed to the formatting workers, which are forked
+    before it: black and torch's import overlap. Its errors still come first: a wrong
+    torch name is reported rather than anything it caused in expansion or rendering.
+    """
     with Formatter(jobs, cache_folder(root)) as formatter:
-        modules = load(root, validate=True)
-        return modules, build(root, modules, targets, formatter)
+        specs = spec_loading.load_modules(root)
+        validated = []
+
+        def validate() -> None:
+            if not validated:
+                validated.append(True)
+                resolution.validate(specs, root)
+
+        try:
+            modules = [expand_module(m) for m in specs]
+            return modules, build(root, modules, targets, formatter, while_formatting=validate)
+        except Exception:
+            validate()
+            raise
 
 
-def build(root: Path, modules: list[ExpandedModule], targets: list[Target], formatter: Formatter | None = None):
+def build(
+    root: Path,
+    modules: list[ExpandedModule],
+    targets: list[Target],
+    formatter: Formatter | None = None,
+    while_formatting: Callable[[], None] = lambda: None,
+):
     """Full text (header included) of each target; black runs in parallel while rendering goes on.
 
     `modules` must be every expanded module: the matrix is made from all of them.
-    Without a `formatter`, black runs in this process.
+    Without a `formatter`, black runs in this process. `while_formatting` runs once
+    every module has been handed to the formatter, before its results are awaited.
     """
     if formatter is None:
         with Formatter(1, cache_folder(root)) as inline:
-            return build(root, modules, targets, inline)
+            return build(root, modules, targets, inline, while_formatting)
     by_name = {m.spec.name: m for m in modules}
     wanted = [t for t in targets if not t.is_matrix]
     largest_first = sorted(wanted, key=lambda t: -_pattern_count(by_name[t.name]))
@@ -54,6 +78,7 @@ def build(root: Path, modules: list[ExpandedModule], targets: list[Target], form
     for target in largest_first:
         module = by_name[target.name]
         pending[target.name] = formatter.submit(render_module(module, templates), module.spec.output)
+    while_formatting()
     for target in targets:
         if target.is_matrix:
             texts[target.name] = _with_header(target, render_matrix(support_matrix(modules), templates))

@@ -6,7 +6,7 @@ import re
 import black
 import pytest
 
-from generator import cli, formatting, pipeline, rendering
+from generator import cli, formatting, pipeline, rendering, resolution
 from tests.builders import GENERATED_MODULES
 from tests.conftest import ROOT
 
@@ -122,3 +122,36 @@ def test_a_builder_whose_list_opens_on_a_line_too_long_is_what_black_makes_of_it
     text, _ = formatted(edited, output, tmp_path, monkeypatch)
     unmarked = edited.replace(formatting.BLOCK_MARKER, "").replace(formatting.ENTRY_MARKER + "\n", "")
     assert text == black.format_str(unmarked, mode=black.Mode())
+
+
+def test_torch_names_are_validated_once_black_has_the_new_pieces(project, monkeypatch):
+    """Validation may import torch for seconds: the formatting workers are already at work by then."""
+    for cached in (project / ".cache" / "generator").glob("format-*.json"):
+        cached.unlink()
+    (project / "spec" / "_common.py").write_text((project / "spec" / "_common.py").read_text() + "# an edit\n")
+    events = []
+    real_submit, real_validate = formatting.Formatter.submit, resolution.validate
+
+    def submit(self, source, output):
+        events.append("submit")
+        return real_submit(self, source, output)
+
+    def validate(modules, root):
+        events.append(f"validate, workers started: {formatter_pools[-1].pool is not None}")
+        return real_validate(modules, root)
+
+    formatter_pools = []
+    real_init = formatting.Formatter.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        formatter_pools.append(self)
+
+    monkeypatch.setattr(formatting.Formatter, "submit", submit)
+    monkeypatch.setattr(formatting.Formatter, "__init__", init)
+    monkeypatch.setattr(resolution, "validate", validate)
+    assert cli.main(["--root", str(project), "regenerate", "--jobs", "2"]) == 0
+    modules = len(GENERATED_MODULES)
+    assert events == ["submit"] * modules + ["validate, workers started: True"]
+    for output in [f"generated/{module}.py" for module in GENERATED_MODULES] + [MATRIX]:
+        assert (project / output).read_bytes() == (ROOT / output).read_bytes(), output
