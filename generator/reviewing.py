@@ -244,8 +244,11 @@ def against_revision(old: Side, new: Side, wanted: list[str]) -> Iterator:
     sources = (_sources(old), _sources(new))
     unchanged = _unchanged_backends(*sources)
     skipped = {module for _, module in unchanged.values()}
-    if set(sources[0]) | set(sources[1]) != skipped:
+    differing = set(sources[0]) | set(sources[1]) != skipped
+    old_locations, new_locations = {}, {}
+    if differing:  # the spec lines are found while torch imports
         importing_torch = _import_torch_in_background()
+        old_locations, new_locations = _side_locations(old), _side_locations(new)
     before, after = side_backends(old, sources[0], skipped), side_backends(new, sources[1], skipped)
     if unchanged.keys() & (before.keys() | after.keys()):  # a label built elsewhere too: build everything
         unchanged, skipped = {}, set()
@@ -253,8 +256,6 @@ def against_revision(old: Side, new: Side, wanted: list[str]) -> Iterator:
     known = [(b.label, {b.label, b.name, b.module}) for b in [*before.values(), *after.values()]]
     known += [(label, {label, name, module}) for label, (name, module) in unchanged.items()]
     chosen = _choose(wanted, known)
-    compared = chosen - unchanged.keys()
-    old_locations, new_locations = (_side_locations(old), _side_locations(new)) if compared else ({}, {})
     for label in sorted(chosen):
         if label in unchanged:
             yield BackendDiff(label, "same")
@@ -265,7 +266,7 @@ def against_revision(old: Side, new: Side, wanted: list[str]) -> Iterator:
         names = {**(a.names if a else {}), **(b.names if b else {})}
         where = (old_locations.get(label, {}), new_locations.get(label, {}))
         yield backend_diff(label, a.config if a else None, b.config if b else None, names, where)
-    if compared:
+    if differing:
         importing_torch.join()
 
 
