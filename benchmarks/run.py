@@ -15,8 +15,11 @@ goes first.
   sample, N chosen per side so that a sample lasts at least MIN_SAMPLE_SECONDS;
   ours and the reference builder's samples alternate, and each is divided by N.
   A collection runs before each sample, and what was alive before the first
-  (torch itself) is frozen out of collections. The summed ratio is the sum of
-  our medians over the sum of the references'. A builder without a reference
+  (torch itself) is frozen out of collections. A ratio is the median of the
+  ratios of paired samples (the summed one: of each round's sums), with its 95 %
+  confidence interval (order statistics); a target inside the interval is
+  reported as "~", neither met nor missed, since noise alone moves a ratio near
+  1 across it (so does the cold start's). A builder without a reference
   builder (a backend of the user's own) is measured alone, as information.
 - Cold start: a fresh interpreter imports and builds, ours against torch's, for
   one representative builder (fbgemm when the spec has it) and for all
@@ -105,7 +108,8 @@ sys.exit(cli.main(["--root", sys.argv[1], "regenerate"]))
 
 @dataclass(frozen=True)
 class Row:
-    """One line of the report; `met` is None for an informational row."""
+    """One line of the report; `met` is None for an informational row, and for a ratio whose
+    confidence interval holds the target (`within_noise`): this run cannot tell."""
 
     measurement: str
     ours: str
@@ -113,18 +117,44 @@ class Row:
     ratio: str = "-"
     target: str = "-"
     met: bool | None = None
+    within_noise: bool = False
 
     @property
     def status(self) -> str:
+        if self.within_noise:
+            return "~ (95% CI holds the target)"
         return "info" if self.met is None else ("ok" if self.met else "MISSED")
 
 
-def compared(measurement: str, ours: float, theirs: float, limit: float, works: bool = True) -> Row:
-    """A row for ours against torch's, in seconds; the target is on the ratio."""
-    ratio = ours / theirs
-    return Row(
-        measurement, duration(ours), duration(theirs), ratio_text(ratio), f"<= {limit:.2f}", works and ratio <= limit
-    )
+def median_interval(samples: Sequence[float]) -> tuple[float, float]:
+    """A distribution-free ~95 % confidence interval of the median: order statistics k and n-k+1,
+    with k the largest rank such that P(Binomial(n, 1/2) < k) <= 2.5 % (at least 1: the whole range)."""
+    ordered, n = sorted(samples), len(samples)
+    k, below = 0, 0.0
+    while below + math.comb(n, k) / 2**n <= 0.025:
+        below, k = below + math.comb(n, k) / 2**n, k + 1
+    k = max(k, 1)
+    return ordered[k - 1], ordered[n - k]
+
+
+def compared(
+    measurement: str, ours: Sequence[float], theirs: Sequence[float], limit: float, works: bool = True
+) -> Row:
+    """A row for ours against torch's, from samples taken in pairs (round by round); the target is on the ratio.
+
+    The ratio is the median of the paired ratios, shown with its 95 % confidence
+    interval: a target inside the interval is neither met nor missed (a builder
+    that takes microseconds, or a cold start dominated by torch's import, has a
+    ratio near 1 that noise alone moves across the target).
+    """
+    ratios = [a / b for a, b in zip(ours, theirs)]
+    ratio = statistics.median(ratios)
+    low, high = median_interval(ratios)
+    text = f"{ratio_text(ratio)} [{ratio_text(low)}, {ratio_text(high)}]"
+    ours_median, theirs_median = statistics.median(ours), statistics.median(theirs)
+    noise = works and low <= limit < high
+    met = None if noise else works and high <= limit
+    return Row(measurement, duration(ours_median), duration(theirs_median), text, f"<= {limit:.2f}", met, noise)
 
 
 def significant(value: float, digits: int = 3) -> str:
@@ -269,11 +299,10 @@ def per_call_sampler(build: Callable[[], object]) -> Callable[[], float]:
     return lambda: batch_seconds(build, calls) / calls
 
 
-def build_medians(ours: Callable[[], object], theirs: Callable[[], object], repeat: int) -> tuple[float, float]:
-    """Median seconds per call of our builder and torch's."""
+def build_samples(ours: Callable[[], object], theirs: Callable[[], object], repeat: int) -> list[list[float]]:
+    """Seconds per call of our builder and torch's, sample by sample, taken in pairs."""
     sides = [per_call_sampler(build) for build in (ours, theirs)]
-    ours_samples, theirs_samples = interleaved(sides, repeat)
-    return statistics.median(ours_samples), statistics.median(theirs_samples)
+    return interleaved(sides, repeat)
 
 
 def build_time_rows(builders, generated_root: Path, repeat: int) -> list[Row]:
@@ -285,14 +314,16 @@ def build_time_rows(builders, generated_root: Path, repeat: int) -> list[Row]:
     # what the builders' own garbage costs rather than a walk over all of torch.
     gc.collect()
     gc.freeze()
-    rows, ours_total, theirs_total, referenced = [], 0.0, 0.0, 0
+    rows, ours_total, theirs_total, referenced = [], [0.0] * repeat, [0.0] * repeat, 0
     for builder, (ours_function, theirs_function) in zip(builders, functions):
         if theirs_function is None:
             seconds = statistics.median(interleaved([per_call_sampler(ours_function)], repeat)[0])
             rows.append(Row(f"build {builder.id} (no reference builder)", duration(seconds)))
             continue
-        ours, theirs = build_medians(ours_function, theirs_function, repeat)
-        ours_total, theirs_total, referenced = ours_total + ours, theirs_total + theirs, referenced + 1
+        ours, theirs = build_samples(ours_function, theirs_function, repeat)
+        ours_total = [total + sample for total, sample in zip(ours_total, ours)]
+        theirs_total = [total + sample for total, sample in zip(theirs_total, theirs)]
+        referenced += 1
         rows.append(compared(f"build {builder.id}", ours, theirs, limit=1.0))
     if referenced:
         summed = f"build, all {referenced} with a reference summed"
@@ -384,7 +415,7 @@ def cold_start_rows(builders, generated_root: Path, repeat: int) -> list[Row]:
         ours, theirs = samples[2 * index], samples[2 * index + 1]
         works = all(r.returncode == 0 for r in ours + theirs)
         measurement = f"cold start: import + build, {name}"
-        rows.append(compared(measurement, median_seconds(ours), median_seconds(theirs), limit=1.0, works=works))
+        rows.append(compared(measurement, [r.seconds for r in ours], [r.seconds for r in theirs], 1.0, works))
         paired = statistics.median(a.seconds - b.seconds for a, b in zip(ours, theirs))
         rows.append(Row(f"  ours - torch, paired, {name}", f"{significant(paired * 1000)} ms"))
     if unreferenced:
@@ -639,9 +670,11 @@ def parse_options(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def summary(rows: Sequence[Row], missed: Sequence[str], options: argparse.Namespace) -> str:
-    targets = sum(r.met is not None for r in rows)
+    targets = sum(r.met is not None or r.within_noise for r in rows)
+    noisy = sum(r.within_noise for r in rows)
     return (
-        f"{targets - len(missed)} of {targets} targets met"
+        f"{targets - len(missed) - noisy} of {targets} targets met"
+        + (f", {noisy} within noise (~)" if noisy else "")
         + (f"; missed: {'; '.join(missed)}" if missed else "")
         + f" (samples: {options.in_process} in process, {options.subprocess} per subprocess measurement;"
         + f" load average now {os.getloadavg()[0]:.2f}; run took {time.perf_counter() - STARTED:.0f} s)"

@@ -11,6 +11,7 @@ torch and turn spec values into the frozen model of `generator.model`.
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
 import functools
 import inspect
@@ -20,7 +21,7 @@ import re
 import sys
 from dataclasses import replace
 from pathlib import Path
-from types import SimpleNamespace
+from types import CodeType, SimpleNamespace
 
 from generator import model, number_spelling
 from generator.errors import EmptyAxisError, GeneratorError, SpecFieldError
@@ -64,6 +65,7 @@ def forget_source_files() -> None:
     for cached in (_assignments, _name_assignments, _keyword_lines):
         cached.cache_clear()
     number_spelling.forget()
+    _line_tables.clear()
 
 
 def set_project_root(root: Path | None) -> None:
@@ -79,9 +81,31 @@ def spec_location() -> SourceLocation | None:
     while frame is not None:
         relative = _spec_relative(frame.f_code.co_filename, _project_root)
         if relative is not None:
-            return SourceLocation(relative, frame.f_lineno)
+            return SourceLocation(relative, _line_number(frame))
         frame = frame.f_back
     return None
+
+
+# id(code object) -> (the code object, kept so that the id is not reused; instruction starts; their lines)
+_line_tables: dict[int, tuple[CodeType, list[int], list[int | None]]] = {}
+
+
+def _line_number(frame) -> int:
+    """frame.f_lineno, found by bisection in the code object's line table, read once per code object.
+
+    CPython 3.11 computes f_lineno by scanning the whole line table, and a spec's
+    module code is one long code object: a call per pattern would make loading a
+    spec quadratic in its size.
+    """
+    code = frame.f_code
+    table = _line_tables.get(id(code))
+    if table is None or table[0] is not code:
+        ranges = [(start, line) for start, _, line in code.co_lines()]
+        table = _line_tables[id(code)] = (code, [start for start, _ in ranges], [line for _, line in ranges])
+    _, starts, lines = table
+    index = bisect.bisect_right(starts, frame.f_lasti) - 1
+    line = lines[index] if index >= 0 else None
+    return line if line is not None else frame.f_lineno
 
 
 @functools.cache
@@ -171,23 +195,22 @@ def at_argument(location: SourceLocation | None, argument: str) -> SourceLocatio
     and a wrong value is at the line that writes it, not at the line that opens the call."""
     if location is None or _project_root is None:
         return location
-    for call_line, value_line in _keyword_lines(str(_project_root / location.file), argument):
-        if call_line == location.line:
-            return SourceLocation(location.file, value_line)
-    return location
+    value_line = _keyword_lines(str(_project_root / location.file)).get((argument, location.line))
+    return location if value_line is None else SourceLocation(location.file, value_line)
 
 
 @functools.cache
-def _keyword_lines(filename: str, argument: str) -> tuple[tuple[int, int], ...]:
-    """(line of the call, line of the value) for each `argument=` keyword in a spec file."""
+def _keyword_lines(filename: str) -> dict[tuple[str, int], int]:
+    """{(keyword, line of the call): line of the value} for each keyword argument in a spec file
+    (the first, where a line opens several calls): one parse per file, whatever the keyword."""
     tree = ast.parse(Path(filename).read_bytes(), filename)
-    return tuple(
-        (node.lineno, keyword_node.value.lineno)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        for keyword_node in node.keywords
-        if keyword_node.arg == argument
-    )
+    found: dict[tuple[str, int], int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for keyword_node in node.keywords:
+                if keyword_node.arg is not None:
+                    found.setdefault((keyword_node.arg, node.lineno), keyword_node.value.lineno)
+    return found
 
 
 def describe(value) -> str:

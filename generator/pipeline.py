@@ -33,12 +33,30 @@ def load(root: Path, validate: bool) -> list[ExpandedModule]:
 def load_and_build(
     root: Path, targets: list[Target], jobs: int, built: Callable[[str], None] | None = None
 ) -> tuple[list[ExpandedModule], dict[str, str]]:
-    """Load the spec, validating its torch names, and build the given targets (`built` hears of each)."""
-    # The formatting workers fork before validation may import torch (on a cold name
-    # cache), so that they do not each hold a copy-on-write view of torch's memory.
-    with Formatter(jobs) as formatter:
-        modules = load(root, validate=True)
-        return modules, build(root, modules, targets, formatter, built)
+    """Load the spec, validating its torch names, and build the given targets (`built` hears of each).
+
+    Validation may import torch (seconds, for a name never seen before), so it runs
+    once whatever is new has been handed to the formatting workers, which are forked
+    before it: black and torch's import overlap. Its errors still come first: a wrong
+    torch name is reported rather than anything it caused in expansion or rendering.
+    """
+    with Formatter(jobs, cache_folder(root)) as formatter:
+        specs = spec_loading.load_modules(root)
+        validated = []
+
+        def validate() -> None:
+            if not validated:
+                validated.append(True)
+                resolution.validate(specs, root)
+
+        try:
+            modules = [expand_module(m) for m in specs]
+            check_dtype_config_declarations(modules)
+            naming.check_module_names(root, modules)
+            return modules, build(root, modules, targets, formatter, built, while_formatting=validate)
+        except Exception:
+            validate()
+            raise
 
 
 def build(
@@ -47,16 +65,19 @@ def build(
     targets: list[Target],
     formatter: Formatter | None = None,
     built: Callable[[str], None] | None = None,
+    while_formatting: Callable[[], None] = lambda: None,
 ):
     """Full text (header included) of each target; black runs in parallel while rendering goes on.
 
     `modules` must be every expanded module: the matrix is made from all of them.
     Without a `formatter`, black runs in this process. `built` is called with
-    each target's output path as its text is done (the progress line).
+    each target's output path as its text is done (the progress line);
+    `while_formatting` runs once every module has been handed to the formatter,
+    before its results are awaited.
     """
     if formatter is None:
-        with Formatter(1) as inline:
-            return build(root, modules, targets, inline, built)
+        with Formatter(1, cache_folder(root)) as inline:
+            return build(root, modules, targets, inline, built, while_formatting)
     built = built or (lambda relative: None)
     by_name = {m.spec.name: m for m in modules}
     wanted = [t for t in targets if not t.is_matrix]
@@ -68,6 +89,7 @@ def build(
     for target in largest_first:
         module = by_name[target.name]
         pending[target.name] = formatter.submit(render_module(module, templates), module.spec.output)
+    while_formatting()
     for target in targets:
         if target.is_matrix:
             texts[target.name] = _with_header(target, render_matrix(support_matrix(modules), templates))
@@ -78,6 +100,11 @@ def build(
         naming.check_spec_names(root, by_name[target.name], texts[target.name])
         built(target.relative)
     return texts
+
+
+def cache_folder(root: Path) -> Path:
+    """Where formatted pieces are kept between runs (see formatting.FormatCache)."""
+    return root / ".cache" / "generator"
 
 
 def _pattern_count(module: ExpandedModule) -> int:

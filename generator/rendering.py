@@ -18,7 +18,7 @@ import jinja2.meta
 
 from generator.errors import SpecFieldError, TemplateRenderError
 from generator.expansion import ExpandedModule, torch_refs
-from generator.formatting import BLOCK_MARKER
+from generator.formatting import BLOCK_MARKER, ENTRY_MARKER
 from generator.matrix import SupportMatrix
 from generator.model import (
     DEFAULT_OBSERVATION_TYPE,
@@ -49,6 +49,7 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
     env.filters["md_code"] = markdown_code
     env.globals["DEFAULT_OBSERVATION_TYPE"] = DEFAULT_OBSERVATION_TYPE
     env.globals["BLOCK_MARKER"] = BLOCK_MARKER
+    env.globals["ENTRY_MARKER"] = ENTRY_MARKER
     return env
 
 

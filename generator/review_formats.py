@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from generator.compare import BackendDiff, FieldChange, PatternChange
+from generator.review_results import BackendDiff, FieldChange, PatternChange
 from generator.reviewing import WORKING_TREE
 
 FORMATS = ("text", "markdown", "json")

@@ -22,19 +22,20 @@ reported instead of a diff that would not show the spec's change.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import io
 import subprocess
 import tarfile
 import tempfile
+import threading
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from generator import digests, manifest, planning, user_code
-from generator.compare import BackendDiff
 from generator.errors import (
     GeneratedModuleError,
     GeneratorError,
@@ -45,6 +46,7 @@ from generator.errors import (
 )
 from generator.expansion import Declaration, expand_backend
 from generator.model import Backend, ModuleSpec, SourceLocation
+from generator.review_results import BackendDiff, DeclaredChange
 
 WORKING_TREE = "working tree"
 
@@ -168,7 +170,7 @@ def _paired_names(theirs, ours, names: dict[int, str]) -> dict[int, str]:
 def _declared(declaration: Declaration, theirs, ours, names, where, label: str):
     """A declared difference with its reason and, for a changed pattern, the fields that change."""
     from generator import divergence
-    from generator.compare import DeclaredChange, backend_diff
+    from generator.compare import backend_diff
 
     key = {divergence.torch_key(declaration.key)}
     changes = backend_diff(label, divergence.only(theirs, key), divergence.only(ours, key), names, where)
@@ -287,25 +289,134 @@ def require_generated(side: Side) -> None:
 
 
 def against_revision(old: Side, new: Side, wanted: list[str]) -> Iterator:
-    """One BackendDiff per backend found on either side, in label order."""
-    from generator.compare import backend_diff
+    """One BackendDiff per backend found on either side, in label order.
 
-    before, after = side_backends(old), side_backends(new)
+    A generated module whose source is the same on both sides builds the same
+    backends, so they are the same without being built: a diff of an unchanged
+    tree imports no torch. Where something must be built, torch is imported in
+    the background while the sides' spec lines are found.
+    """
+    sources = (_sources(old), _sources(new))
+    unchanged = _unchanged_backends(*sources)
+    skipped = {module for _, module in unchanged.values()}
+    differing = set(sources[0]) | set(sources[1]) != skipped
+    old_locations, new_locations = {}, {}
+    if differing:  # the spec lines are found while torch imports
+        importing_torch = _import_torch_in_background()
+        old_locations, new_locations = _side_locations(old), _side_locations(new)
+    before, after = side_backends(old, sources[0], skipped), side_backends(new, sources[1], skipped)
+    if unchanged.keys() & (before.keys() | after.keys()):  # a label built elsewhere too: build everything
+        unchanged, skipped = {}, set()
+        before, after = side_backends(old, sources[0], skipped), side_backends(new, sources[1], skipped)
     known = [(b.label, {b.label, b.name, b.module}) for b in [*before.values(), *after.values()]]
+    known += [(label, {label, name, module}) for label, (name, module) in unchanged.items()]
     chosen = _choose(wanted, known)
-    old_locations, new_locations = _side_locations(old), _side_locations(new)
     for label in sorted(chosen):
+        if label in unchanged:
+            yield BackendDiff(label, "same")
+            continue
+        from generator.compare import backend_diff
+
         a, b = before.get(label), after.get(label)
         names = {**(a.names if a else {}), **(b.names if b else {})}
         where = (old_locations.get(label, {}), new_locations.get(label, {}))
         yield backend_diff(label, a.config if a else None, b.config if b else None, names, where)
+    if differing:
+        importing_torch.join()
 
 
-def side_backends(side: Side) -> dict[str, SideBackend]:
-    """Every backend the side's generated modules build, by label."""
+def _sources(side: Side) -> dict[str, str]:
+    names = side.module_names()
+    if side.revision is None:
+        return {name: side.source(name) for name in names}
+    return dict(zip(names, _git_blobs(side.root, [side.path(f"generated/{name}.py") for name in names])))
+
+
+def _git_blobs(root: Path, objects: list[str]) -> list[str]:
+    """The text of each object (`REV:path`), read by one git process rather than one each."""
+    done = subprocess.run(
+        ["git", "-C", str(root), "cat-file", "--batch"], input="".join(f"{o}\n" for o in objects).encode(),
+        capture_output=True,
+    )
+    texts, data = [], done.stdout
+    for wanted in objects:
+        header, _, data = data.partition(b"\n")
+        parts = header.split()
+        if done.returncode != 0 or len(parts) != 3 or parts[1] != b"blob":
+            raise GitError(f"git cat-file could not read {wanted}")
+        size = int(parts[2])
+        texts.append(data[:size].decode("utf-8", errors="replace"))  # a non-UTF-8 file is no generated module
+        data = data[size + 1 :]
+    return texts
+
+
+def _unchanged_backends(old: dict[str, str], new: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """{label: (BackendConfig name, module)} of the backends of modules whose source both sides share."""
     found = {}
-    for module_name in side.module_names():
-        source = side.source(module_name)
+    for module in sorted(old.keys() & new.keys()):
+        builders = _declared_builders(old[module]) if old[module] == new[module] else None
+        for function, name in builders or ():
+            found[Backend(name, function, "", ()).label] = (name, module)
+    return found
+
+
+def _declared_builders(source: str) -> list[tuple[str, str]] | None:
+    """(function, BackendConfig name) of each builder a generated module exports, read from its source;
+    None unless every one has the shape the templates give: `return BackendConfig("name")...`."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    exported = functions = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__all__"]:
+            exported = ast.literal_eval(node.value) if isinstance(node.value, ast.List) else None
+    if not isinstance(exported, list):
+        return None
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    builders = []
+    for function in exported:
+        if isinstance(function, str) and function.startswith("get_") and function.endswith("_backend_config"):
+            name = _built_name(functions.get(function))
+            if name is None:
+                return None
+            builders.append((function, name))
+    return builders
+
+
+def _built_name(function: ast.FunctionDef | None) -> str | None:
+    """The name in `return BackendConfig("name")[.method(...)...]`, the last statement of `function`."""
+    returned = function.body[-1] if function is not None and function.body else None
+    node = returned.value if isinstance(returned, ast.Return) else None
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        node = node.func.value
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "BackendConfig"):
+        return None
+    if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], ast.Constant):
+        return None
+    return node.args[0].value if isinstance(node.args[0].value, str) else None
+
+
+def _import_torch_in_background() -> threading.Thread:
+    """Start importing torch (what building a config needs) while this thread goes on."""
+
+    def load() -> None:
+        try:
+            import torch.ao.quantization.backend_config.utils  # noqa: F401
+        except Exception:  # noqa: S110 - the builders' own import reports it, where it is handled
+            pass
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    return thread
+
+
+def side_backends(side: Side, sources: dict[str, str], skipped: set[str]) -> dict[str, SideBackend]:
+    """Every backend the side's generated modules build, by label, but for the `skipped` modules."""
+    found = {}
+    for module_name, source in sources.items():
+        if module_name in skipped:
+            continue
         if not source.startswith(digests.GENERATED_LINE):
             continue  # a file of the user's own in generated/: not a module to compare
         where = f"generated/{module_name}.py" + (f" at {side.revision}" if side.revision else "")

@@ -54,8 +54,8 @@ def import_lines(refs, extra_names: dict[str, set[str]]) -> list[str]:
     """Sorted import statements for the given references plus names imported by name."""
     plain: set[str] = set()
     by_name: dict[str, set[str]] = {m: set(n) for m, n in extra_names.items()}
-    for ref in refs:
-        module, rest, imported_by_name = split_ref(ref.path)
+    for path in dict.fromkeys(ref.path for ref in refs):  # the same few hundred paths, thousands of times
+        module, rest, imported_by_name = split_ref(path)
         if imported_by_name:
             by_name.setdefault(module, set()).add(rest.split(".")[0])
         else:

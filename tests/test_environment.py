@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from generator import cli, manifest, planning, writing
-from tests.conftest import ROOT, commit_all
+from tests.conftest import ROOT, commit_all, git
 from tests.test_bad_input import snapshot
 
 COMMANDS = {
@@ -183,6 +183,13 @@ def test_ctrl_c_is_one_line_exit_130_no_worker_left_and_no_file_changed(command,
         digest = hashlib.sha256(spec.read_bytes()).hexdigest()
         inputs = {**recorded.inputs, "spec/x86.py": digest}
         (repo / manifest.PATH).write_text(dataclasses.replace(recorded, inputs=inputs).text())
+        # diff builds only modules that differ between the sides, and only then loads the spec:
+        # HEAD gets another generated/x86.py, so that diff builds it and loads the spec.
+        module = repo / "generated" / "x86.py"
+        current = module.read_bytes()
+        module.write_bytes(current + b"# as committed\n")
+        git(repo, "commit", "-qam", "x86 as committed")
+        module.write_bytes(current)
     before = snapshot(repo)
     ready = tmp_path / "ready"
     jobs = ["--jobs", "2"] if command[0] in ("regenerate", "check") else []  # formatting workers exist

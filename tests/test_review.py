@@ -11,10 +11,12 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from generator import cli
+from generator import cli, reviewing
 from tests.conftest import GIT, commit_all, copy_project, git
 
 ACME = '''"""A test backend whose BackendConfig name is not a plain identifier."""
@@ -296,3 +298,50 @@ def test_a_reference_dtype_config_that_meets_several_of_ours_takes_the_name_of_t
     # with no content to go by, it stays unnamed: neither is known to be it
     theirs_other = TorchDTypeConfig(input_dtype=torch.quint8, output_dtype=torch.quint8)
     assert _paired_names(backend(theirs_other, theirs_other), backend(weighted, non_weighted), names) == {}
+
+
+def test_modules_the_same_on_both_sides_are_not_built_and_the_diff_says_the_same(repo, capsys, monkeypatch):
+    built = []
+    real = reviewing._module_from_source
+
+    def counting(name, source, filename):
+        built.append(name)
+        return real(name, source, filename)
+
+    monkeypatch.setattr(reviewing, "_module_from_source", counting)
+    for fmt in ("json", "text"):
+        built.clear()
+        skipping = run(capsys, repo, "--rev", "HEAD~1..HEAD", "--format", fmt)
+        fewer = len(built)
+        with monkeypatch.context() as patched:  # every module built, as before the shortcut
+            patched.setattr(reviewing, "_declared_builders", lambda source: None)
+            built.clear()
+            assert run(capsys, repo, "--rev", "HEAD~1..HEAD", "--format", fmt) == skipping
+        assert 0 < fewer < len(built)
+    document = json.loads(run(capsys, repo, "--rev", "HEAD~1..HEAD", "--format", "json")[1])
+    assert "same" in {backend["status"] for backend in document["backends"]}
+
+
+DIFF_PROBE = """
+import sys
+from generator import cli
+code = cli.main(["--root", sys.argv[1], "diff"])
+print("exit", code, "torch imported:", "torch" in sys.modules)
+"""
+
+
+def test_a_diff_of_an_unchanged_or_a_stale_tree_imports_no_torch(repo, tmp_path):
+    def probe(project):
+        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+        done = subprocess.run([sys.executable, "-c", DIFF_PROBE, str(project)], env=env, capture_output=True, text=True)
+        return done.stdout.splitlines(), done.stderr
+
+    out, err = probe(repo)
+    assert (out[-1], err) == ("exit 0 torch imported: False", "")
+    assert out[0].startswith("no differences in ")
+    stale = shutil.copytree(repo, tmp_path / "stale")
+    spec = stale / "spec" / "acme.py"
+    spec.write_text(spec.read_text().replace("0.01", "0.1"))
+    out, err = probe(stale)
+    assert (out[-1], err) == ("exit 1 torch imported: False", "")
+    assert out[0].startswith("generated/ is out of date with spec/")

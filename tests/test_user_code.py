@@ -247,9 +247,11 @@ _os.write(1, b"written to fd 1 by the spec\\n")
 def test_what_a_spec_prints_never_reaches_standard_output(project):
     keep_only(project, "x86")
     spec = project / "spec" / "x86.py"
+    commit_all(project)
+    # A real change, so that diff builds x86 and loads its spec (for its lines); and the prints.
+    edit(spec, "weighted = [x86_weighted_op_int8_dtype_config]", "weighted = [x86_default_op_quint8_dtype_config]")
     spec.write_text(spec.read_text() + PRINTS)
     regenerated_cleanly(project)
-    commit_all(project)
     matrix = generator(project, "matrix", "--stdout")
     assert matrix.returncode == 0, matrix.stderr
     assert matrix.stdout == (project / "docs" / "support-matrix.md").read_text()

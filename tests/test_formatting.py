@@ -1,0 +1,157 @@
+"""black formats only what is new: formatted pieces are cached by content, and no cache can change output."""
+
+import json
+import re
+
+import black
+import pytest
+
+from generator import cli, formatting, pipeline, rendering, resolution
+from tests.builders import GENERATED_MODULES
+from tests.conftest import ROOT
+
+MATRIX = "docs/support-matrix.md"
+
+
+@pytest.fixture(scope="module")
+def rendered():
+    """(output, unformatted source, black's whole-module result) of the spec module with the fewest patterns."""
+    modules = [m for m in pipeline.load(ROOT, validate=False) if any(b.backend.configs for b in m.backends)]
+    module = min(modules, key=lambda m: sum(len(b.backend.configs) for b in m.backends))
+    source = rendering.render_module(module, ROOT / "templates")
+    unmarked = source.replace(formatting.BLOCK_MARKER, "").replace(formatting.ENTRY_MARKER + "\n", "")
+    return module.spec.output, source, black.format_str(unmarked, mode=black.Mode())
+
+
+def formatted(source, output, folder, monkeypatch):
+    """What the formatter makes of `source` with the cache in `folder`, and the texts black was given."""
+    given = []
+    real = formatting.format_blocks
+
+    def counting(texts, output):
+        given.extend(texts)
+        return real(texts, output)
+
+    monkeypatch.setattr(formatting, "format_blocks", counting)
+    with formatting.Formatter(1, folder) as formatter:
+        text = formatter.submit(source, output)()
+    return text, given
+
+
+def test_pieces_join_into_what_black_makes_of_the_whole_module(rendered, tmp_path, monkeypatch):
+    output, source, whole = rendered
+    assert formatting.ENTRY_MARKER in source  # the module really is cut into entries
+    text, given = formatted(source, output, tmp_path, monkeypatch)
+    assert text == whole
+    assert (ROOT / output).read_text().endswith(whole)
+    again, given = formatted(source, output, tmp_path, monkeypatch)
+    assert (again, given) == (whole, [])  # a second time, black is not run at all
+
+
+def test_a_new_entry_is_the_only_thing_black_formats(rendered, tmp_path, monkeypatch):
+    output, source, _ = rendered
+    formatted(source, output, tmp_path, monkeypatch)
+    head, marker, rest = source.partition(formatting.ENTRY_MARKER + "\n")
+    entry = rest.split(marker)[0]
+    # The same pattern registered once more, with another dtype config list: one new entry.
+    extra = entry.replace(".set_dtype_configs([", ".set_dtype_configs([a_dtype_config_not_seen_before, ")
+    assert extra != entry
+    edited = head + marker + extra + marker + rest
+    text, given = formatted(edited, output, tmp_path, monkeypatch)
+    unmarked = edited.replace(formatting.BLOCK_MARKER, "").replace(marker, "")
+    assert text == black.format_str(unmarked, mode=black.Mode())
+    assert len(given) == 1 and given[0].count(marker) == 1 and "a_dtype_config_not_seen_before" in given[0]
+
+
+def _entries(path):
+    return json.loads(path.read_text())
+
+
+def _altered(text):
+    """The same layout with different code: what a corrupt or forged entry might hold."""
+    return text.replace("BackendPatternConfig", "BackendPatternConfog").replace("_config", "_confog")
+
+
+def _corrupt_text(path):
+    path.write_text(json.dumps({k: [_altered(t), c] for k, (t, c) in _entries(path).items()}))
+
+
+def _forged_with_valid_checksums(path):
+    forged = {k: _altered(t) for k, (t, _) in _entries(path).items()}
+    path.write_text(json.dumps({k: [t, formatting._checksum(k, t)] for k, t in forged.items()}))
+
+
+def _truncated(path):
+    path.write_text(path.read_text()[: len(path.read_text()) // 2])
+
+
+def _wrong_shape(path):
+    path.write_text(json.dumps({k: {"text": t} for k, (t, _) in _entries(path).items()}))
+
+
+@pytest.mark.parametrize("corrupt", [_corrupt_text, _forged_with_valid_checksums, _truncated, _wrong_shape])
+def test_a_corrupt_or_forged_cache_cannot_change_output(rendered, tmp_path, monkeypatch, corrupt):
+    output, source, whole = rendered
+    formatted(source, output, tmp_path, monkeypatch)
+    (cache_file,) = tmp_path.glob("format-*.json")
+    corrupt(cache_file)
+    text, given = formatted(source, output, tmp_path, monkeypatch)
+    assert text == whole and given  # black formatted what it could not trust
+    assert formatted(source, output, tmp_path, monkeypatch) == (whole, [])  # and the cache was made whole
+
+
+def test_regenerate_with_a_forged_cache_writes_what_black_writes(project):
+    """Through the CLI: every cached piece of a module forged, another module's cache file cut short
+    (the two smallest, so that black has least to do again)."""
+    outputs = [f"generated/{module}.py" for module in GENERATED_MODULES] + [MATRIX]
+    assert cli.main(["--root", str(project), "regenerate", "--force", "--jobs", "1"]) == 0
+    cache_files = sorted((project / ".cache" / "generator").glob("format-*.json"), key=lambda p: p.stat().st_size)
+    assert len(cache_files) == len(GENERATED_MODULES) >= 2
+    _forged_with_valid_checksums(cache_files[0])
+    _truncated(cache_files[1])
+    assert cli.main(["--root", str(project), "regenerate", "--force", "--jobs", "2"]) == 0
+    for output in outputs:
+        assert (project / output).read_bytes() == (ROOT / output).read_bytes(), output
+
+
+def test_a_builder_whose_list_opens_on_a_line_too_long_is_what_black_makes_of_it_whole(rendered, tmp_path, monkeypatch):
+    output, source, _ = rendered
+    long_name = "a_backend_whose_name_is_long_enough_to_push_the_opening_line_past_black_s_line_length"
+    edited = re.sub(r"BackendConfig\((['\"])", rf"BackendConfig(\g<1>{long_name}", source, count=1)
+    assert edited != source
+    text, _ = formatted(edited, output, tmp_path, monkeypatch)
+    unmarked = edited.replace(formatting.BLOCK_MARKER, "").replace(formatting.ENTRY_MARKER + "\n", "")
+    assert text == black.format_str(unmarked, mode=black.Mode())
+
+
+def test_torch_names_are_validated_once_black_has_the_new_pieces(project, monkeypatch):
+    """Validation may import torch for seconds: the formatting workers are already at work by then."""
+    cache_files = (project / ".cache" / "generator").glob("format-*.json")
+    min(cache_files, key=lambda p: p.stat().st_size).unlink()  # something new for black, and little
+    (project / "spec" / "_common.py").write_text((project / "spec" / "_common.py").read_text() + "# an edit\n")
+    events = []
+    real_submit, real_validate = formatting.Formatter.submit, resolution.validate
+
+    def submit(self, source, output):
+        events.append("submit")
+        return real_submit(self, source, output)
+
+    def validate(modules, root):
+        events.append(f"validate, workers started: {formatter_pools[-1].pool is not None}")
+        return real_validate(modules, root)
+
+    formatter_pools = []
+    real_init = formatting.Formatter.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        formatter_pools.append(self)
+
+    monkeypatch.setattr(formatting.Formatter, "submit", submit)
+    monkeypatch.setattr(formatting.Formatter, "__init__", init)
+    monkeypatch.setattr(resolution, "validate", validate)
+    assert cli.main(["--root", str(project), "regenerate", "--jobs", "2"]) == 0
+    modules = len(GENERATED_MODULES)
+    assert events == ["submit"] * modules + ["validate, workers started: True"]
+    for output in [f"generated/{module}.py" for module in GENERATED_MODULES] + [MATRIX]:
+        assert (project / output).read_bytes() == (ROOT / output).read_bytes(), output

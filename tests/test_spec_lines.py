@@ -1,0 +1,45 @@
+"""Spec locations are found by bisection in each code object's line table, not by frame.f_lineno
+(which CPython 3.11 computes by scanning the whole table: quadratic in a spec's size).
+They must be the very lines f_lineno gives."""
+
+import textwrap
+
+from generator import dsl, spec_loading
+from tests.conftest import copy_project
+
+
+def test_every_spec_location_is_the_line_python_reports(monkeypatch, tmp_path):
+    project = copy_project(tmp_path / "project")
+    # A spec whose calls sit in functions, comprehensions and lines that open several calls.
+    (project / "spec" / "lines.py").write_text(textwrap.dedent('''
+        """Lines."""
+
+        from generator.dsl import Backend, DTypeConfig, Module, config, nn, torch
+
+        lines_dtype_config = DTypeConfig(input_dtype=torch.quint8, output_dtype=torch.quint8)
+        dtype_configs = [lines_dtype_config]
+
+
+        def configs(ops):
+            return [
+                config(op, dtype_configs)
+                for op in ops
+            ]
+
+
+        MODULE = Module(doc="Lines.", backends=[Backend(name="lines", builder="get_lines_backend_config",
+            doc="Lines.", configs=[configs([nn.ReLU, nn.ReLU6]), config(nn.Tanh, dtype_configs), config(
+                nn.Sigmoid, dtype_configs)])])
+    '''))
+    pairs = []
+    real = dsl._line_number
+
+    def checking(frame):
+        line = real(frame)
+        pairs.append((line, frame.f_lineno))
+        return line
+
+    monkeypatch.setattr(dsl, "_line_number", checking)
+    spec_loading.load_modules(project)
+    assert len(pairs) > 100
+    assert [line for line, _ in pairs] == [expected for _, expected in pairs]
