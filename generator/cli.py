@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import functools
 import json
 import os
@@ -107,8 +108,33 @@ def _discard_output(stream) -> None:
         pass  # not a real file (a test's capture): nothing is flushed at exit
 
 
+class ClosedStream:
+    """Stands for a standard stream the shell closed (`>&-`): Python made it None."""
+
+    def write(self, text: str) -> None:
+        raise OSError(errno.EBADF, "it is closed")
+
+    writelines = write
+
+    def flush(self) -> None:
+        pass  # nothing was written, so nothing fails at exit
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise ValueError("closed")
+
+
 def tolerant_standard_streams() -> None:
-    """A character the locale cannot encode (◐ in an ASCII terminal) is escaped, not an error."""
+    """A closed stream fails on use with one line; an unencodable character (◐ in ASCII) is escaped."""
+    for fd in (0, 1, 2):  # keep a file opened later from becoming a closed stream, inherited as one
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: this one
+    sys.stdout = sys.stdout if sys.stdout is not None else ClosedStream()
+    sys.stderr = sys.stderr if sys.stderr is not None else ClosedStream()
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")

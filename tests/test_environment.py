@@ -375,6 +375,17 @@ def test_a_full_standard_output_is_one_line_naming_it_and_the_tree_stays_whole(c
         assert "docs/support-matrix.md" not in out
 
 
+@pytest.mark.parametrize("command", [["regenerate", "--jobs", "1"], ["check"], ["diff"]])
+def test_a_stdout_the_shell_closed_is_one_line_naming_it_and_the_tree_stays_whole(command, repo, capsys):
+    project = repo
+    touch_x86(project)
+    closed = ["sh", "-c", 'exec "$0" "$@" >&-', sys.executable, "-m", "generator", "--root", str(project), *command]
+    done = subprocess.run(closed, env=ENV, stderr=subprocess.PIPE, timeout=300)
+    assert (done.returncode, done.stderr) == (2, b"error: cannot write to standard output: it is closed\n")
+    code, out, err = run(capsys, "--root", str(project), "check")
+    assert code == (0 if command[0] == "regenerate" else 1), out  # regenerate wrote every file first
+
+
 def test_a_read_only_docs_folder_changes_no_file_at_all(project, capsys, monkeypatch):
     """The modules come before the matrix: without a check first, they were written, then the run failed."""
     touch_x86(project)
