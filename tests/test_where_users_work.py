@@ -130,6 +130,26 @@ def test_diff_and_check_work_in_a_project_below_the_repository_top(monorepo, mon
     assert code == 1 and "generated/qnnpack.py: stale: spec/qnnpack.py changed" in out, out
 
 
+def test_diff_after_a_spec_edit_that_changes_no_generated_text_compares_and_says_so(monorepo, monkeypatch, capsys):
+    monkeypatch.chdir(monorepo / "generated")
+    spec = monorepo / "spec" / "x86.py"
+    spec.write_text(spec.read_text() + "# a comment reaches no generated text\n")
+    code, out, err = run(capsys, "check")
+    assert code == 1 and "generated/x86.py: inputs changed (spec/x86.py changed), content unchanged" in out, out
+    backends = len(discover(monorepo))
+    assert run(capsys, "diff") == (
+        0,
+        f"no differences in {backends} backends (HEAD -> working tree)\n",
+        "warning: inputs changed, content unchanged: docs/support-matrix.md, generated/x86.py; "
+        "regenerate updates only generated/manifest.json\n",
+    )
+    # a spec edit that does change a module is still refused, not diffed
+    old = "default = [x86_default_op_quint8_dtype_config]"
+    spec.write_text(spec.read_text().replace(old, old[:-1] + ", x86_weight_only_quint8_dtype_config]"))
+    code, out, err = run(capsys, "diff")
+    assert code == 1 and "generated/x86.py: stale: spec/x86.py changed" in out, out
+
+
 # ---------------------------------------------------------------------------
 # An interpreter without the dependencies
 # ---------------------------------------------------------------------------
