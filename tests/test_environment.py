@@ -288,6 +288,27 @@ def test_an_unknown_backend_for_diff_is_one_line(repo, capsys):
         assert code == 2 and len(err.splitlines()) == 1 and "unknown backend(s) no_such_backend" in err
 
 
+def test_diff_without_a_revision_to_compare_says_why_in_one_line(repo, capsys, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(repo.parent))  # wherever the test's tmp folder is
+    git_dir = repo / ".git"
+    hidden = repo.parent / "hidden-git"
+    git_dir.rename(hidden)  # the project in no git repository at all
+    try:
+        code, out, err = run(capsys, "--root", str(repo), "diff")
+        assert (code, out) == (2, "")
+        assert err == f"error: {repo} is in no git repository, so there is no HEAD; diff needs a git checkout\n"
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)  # a repository without a commit
+        code, out, err = run(capsys, "--root", str(repo), "diff", "--rev", "HEAD~1..HEAD")
+        assert (code, out) == (2, "")
+        assert err == f"error: the git repository at {repo} has no commit yet, so there is no HEAD~1; commit first\n"
+    finally:
+        shutil.rmtree(git_dir, ignore_errors=True)
+        hidden.rename(git_dir)
+    for rev in ("HEAD...HEAD~1", "", "HEAD~1..HEAD..HEAD"):
+        code, out, err = run(capsys, "--root", str(repo), "diff", "--rev", rev)
+        assert (code, out, err) == (2, "", f"error: --rev takes a revision REV or a range A..B, not {rev!r}\n")
+
+
 def test_a_bug_is_still_one_line(project, capsys, monkeypatch):
     def broken(root):
         raise ValueError("a bug in the generator")
