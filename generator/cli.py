@@ -374,6 +374,10 @@ def _explain(root, targets, problems, orphaned, console: Console, texts: dict[st
             changed = "; ".join(status.reasons)
             console.say(f"{relative}: inputs changed ({changed}), content unchanged: {SAME_OUTPUT_FIX}")
             continue
+        if status.state == "edited" and current_text == texts[target.name]:
+            # Not a hand edit: a regenerate killed between writing the files and the manifest.
+            console.say(f"{relative}: what regenerate writes, not yet recorded (an unfinished run?): {SAME_OUTPUT_FIX}")
+            continue
         reasons = f": {'; '.join(status.reasons)}" if status.reasons else ""
         console.say(f"{relative}: {REASONS[status.state]}{reasons}", "red")
         current = current_text.splitlines(keepends=True) if current_text is not None else []
