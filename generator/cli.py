@@ -546,9 +546,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, but --help that cannot reach standard output is an error, not a silent exit 0."""
+
+    def print_help(self, file=None) -> None:
+        OutputStream(file or sys.stdout, "standard output").write(self.format_help())
+
+
 def build_parser() -> argparse.ArgumentParser:
     root_help = "project root, the folder holding spec/ (default: the nearest one at or above the current folder)"
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m generator",
         description="Expand spec/ into flat, explicit BackendConfig modules in generated/.",
     )

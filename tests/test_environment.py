@@ -407,6 +407,16 @@ def test_a_stdout_the_shell_closed_is_one_line_naming_it_and_the_tree_stays_whol
     assert code == (0 if command[0] == "regenerate" else 1), out  # regenerate wrote every file first
 
 
+@pytest.mark.parametrize("command", [["--help"], ["check", "--help"]])
+def test_help_that_cannot_reach_standard_output_is_one_line_not_a_silent_success(command, project):
+    with open("/dev/full", "w") as full:
+        done = generator_run(project, *command, stdout=full)
+    assert (done.returncode, done.stderr) == (2, b"error: cannot write to standard output: No space left on device\n")
+    closed = ["sh", "-c", 'exec "$0" "$@" >&-', sys.executable, "-m", "generator", *command]
+    done = subprocess.run(closed, env=ENV, stderr=subprocess.PIPE, timeout=60)
+    assert (done.returncode, done.stderr) == (2, b"error: cannot write to standard output: it is closed\n")
+
+
 def test_a_read_only_docs_folder_changes_no_file_at_all(project, capsys, monkeypatch):
     """The modules come before the matrix: without a check first, they were written, then the run failed."""
     touch_x86(project)
