@@ -12,6 +12,7 @@ on planning alone.
 from __future__ import annotations
 
 import argparse
+import codecs
 import difflib
 import errno
 import functools
@@ -135,9 +136,18 @@ def tolerant_standard_streams() -> None:
             os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: this one
     sys.stdout = sys.stdout if sys.stdout is not None else ClosedStream()
     sys.stderr = sys.stderr if sys.stderr is not None else ClosedStream()
+    codecs.register_error("generator-output", _escape_unencodable)
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="backslashreplace")
+            stream.reconfigure(errors="generator-output")
+
+
+def _escape_unencodable(error: UnicodeError) -> tuple:
+    """A path's undecodable bytes (C locale, /tmp/n\xc3\xb6) go out as they came; other characters escaped."""
+    try:
+        return codecs.lookup_error("surrogateescape")(error)
+    except UnicodeError:
+        return codecs.backslashreplace_errors(error)
 
 
 class Console:

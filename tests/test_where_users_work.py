@@ -81,6 +81,15 @@ def test_outside_any_project_the_error_names_every_folder_looked_in(tmp_path, mo
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["a", "a/b"]
 
 
+def test_a_non_ascii_folder_under_the_c_locale_is_named_as_it_is_spelt(tmp_path):
+    folder = tmp_path / "nö"
+    folder.mkdir()
+    c_locale = dict(ENV, LC_ALL="C", PYTHONCOERCECLOCALE="0", PYTHONUTF8="0")
+    done = subprocess.run([sys.executable, "-m", "generator", "check"], cwd=folder, env=c_locale, capture_output=True)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: no project here: none of {folder}, ".encode())  # not n\udcc3\udcb6
+
+
 def test_root_wins_over_the_folder_the_command_runs_in(project, tmp_path, monkeypatch, capsys):
     other = copy_project(tmp_path / "other")
     add_user_backend(other, "other_npu")
