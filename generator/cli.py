@@ -12,7 +12,9 @@ on planning alone.
 from __future__ import annotations
 
 import argparse
+import codecs
 import difflib
+import errno
 import functools
 import json
 import os
@@ -108,11 +110,45 @@ def _discard_output(stream) -> None:
         pass  # not a real file (a test's capture): nothing is flushed at exit
 
 
+class ClosedStream:
+    """Stands for a standard stream the shell closed (`>&-`): Python made it None."""
+
+    def write(self, text: str) -> None:
+        raise OSError(errno.EBADF, "it is closed")
+
+    writelines = write
+
+    def flush(self) -> None:
+        pass  # nothing was written, so nothing fails at exit
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise ValueError("closed")
+
+
 def tolerant_standard_streams() -> None:
-    """A character the locale cannot encode (◐ in an ASCII terminal) is escaped, not an error."""
+    """A closed stream fails on use with one line; an unencodable character (◐ in ASCII) is escaped."""
+    for fd in (0, 1, 2):  # keep a file opened later from becoming a closed stream, inherited as one
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: this one
+    sys.stdout = sys.stdout if sys.stdout is not None else ClosedStream()
+    sys.stderr = sys.stderr if sys.stderr is not None else ClosedStream()
+    codecs.register_error("generator-output", _escape_unencodable)
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="backslashreplace")
+            stream.reconfigure(errors="generator-output")
+
+
+def _escape_unencodable(error: UnicodeError) -> tuple:
+    """A path's undecodable bytes (C locale, /tmp/n\xc3\xb6) go out as they came; other characters escaped."""
+    try:
+        return codecs.lookup_error("surrogateescape")(error)
+    except UnicodeError:
+        return codecs.backslashreplace_errors(error)
 
 
 class Console:
@@ -360,6 +396,10 @@ def _explain(root, targets, problems, orphaned, console: Console, texts: dict[st
             changed = "; ".join(status.reasons)
             console.say(f"{relative}: inputs changed ({changed}), content unchanged: {SAME_OUTPUT_FIX}")
             continue
+        if status.state == "edited" and current_text == texts[target.name]:
+            # Not a hand edit: a regenerate killed between writing the files and the manifest.
+            console.say(f"{relative}: what regenerate writes, not yet recorded (an unfinished run?): {SAME_OUTPUT_FIX}")
+            continue
         reasons = f": {'; '.join(status.reasons)}" if status.reasons else ""
         console.say(f"{relative}: {REASONS[status.state]}{reasons}", "red")
         current = current_text.splitlines(keepends=True) if current_text is not None else []
@@ -429,6 +469,8 @@ def _stale_notice(side, fmt: str, old: str, new: str, console: Console) -> bool:
     from generator import review_formats, reviewing
 
     stale = reviewing.stale_files(side)
+    if stale and side.revision is None:
+        stale = _content_changes(side.root, stale, console)
     if not stale:
         return False
     fix = FIX_COMMAND
@@ -436,6 +478,22 @@ def _stale_notice(side, fmt: str, old: str, new: str, console: Console) -> bool:
         fix = f"check out {side.revision}, run {FIX_COMMAND} and commit the result"
     console.out.write(review_formats.stale(fmt, stale, old, new, fix))
     return True
+
+
+def _content_changes(root: Path, stale: list, console: Console) -> list:
+    """Of the working tree's stale files, those whose text regenerate would change.
+
+    A file whose inputs changed but whose text would not (a comment in the spec) is
+    what the spec says, so the diff is right; only the manifest is behind, as check says.
+    """
+    if any(found.state != "stale" for found in stale):
+        return stale
+    targets = [t for t in planning.plan(root) if t.relative in {found.file for found in stale}]
+    _, texts = build_with_progress("diff", root, targets, 1)
+    unchanged = {t.relative for t in targets if _digest_of(t.output) == digests.text_digest(texts[t.name])}
+    if unchanged:
+        console.warn(f"inputs changed, content unchanged: {', '.join(sorted(unchanged))}; {SAME_OUTPUT_FIX}")
+    return [found for found in stale if found.file not in unchanged]
 
 
 def cmd_import(args, console: Console) -> int:
@@ -513,9 +571,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, but --help that cannot reach standard output is an error, not a silent exit 0."""
+
+    def print_help(self, file=None) -> None:
+        OutputStream(file or sys.stdout, "standard output").write(self.format_help())
+
+
 def build_parser() -> argparse.ArgumentParser:
     root_help = "project root, the folder holding spec/ (default: the nearest one at or above the current folder)"
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m generator",
         description="Expand spec/ into flat, explicit BackendConfig modules in generated/.",
     )

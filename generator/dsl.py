@@ -19,6 +19,7 @@ import itertools
 import keyword
 import re
 import sys
+import unicodedata
 from dataclasses import replace
 from pathlib import Path
 from types import CodeType, SimpleNamespace
@@ -915,6 +916,10 @@ def flatten(configs, call: SourceLocation | None = None) -> tuple[model.PatternC
 def _identifier(value, what: str, location, example: str = "get_my_backend_config") -> str:
     if not isinstance(value, str) or not value.isidentifier() or keyword.iskeyword(value):
         message = f"{what} must be a Python identifier such as {example}, not {value!r}"
+        raise SpecFieldError(message, location)
+    read_as = unicodedata.normalize("NFKC", value)
+    if read_as != value:  # Python reads `get_ｘ` as `get_x`: the module would not define the name it exports
+        message = f"{what} {value!r} is read by Python as {read_as!r} (Unicode NFKC); write {read_as!r}"
         raise SpecFieldError(message, location)
     return value
 

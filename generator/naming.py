@@ -36,6 +36,21 @@ def check_module_names(root: Path, modules: list[ExpandedModule]) -> None:
     with _locating(root):
         for module in modules:
             _check_module_name(root, module, recorded)
+        _check_case_clashes(modules)
+
+
+def _check_case_clashes(modules: list[ExpandedModule]) -> None:
+    """Two module names that differ only in case are one file on macOS and Windows checkouts."""
+    seen: dict[str, ExpandedModule] = {}
+    for module in sorted(modules, key=lambda m: m.spec.spec_file):
+        other = seen.setdefault(module.spec.name.casefold(), module)
+        if other is not module:
+            raise NameClashError(
+                f"module name {module.spec.name!r} differs only in case from {other.spec.name!r} "
+                f"({other.spec.spec_file}): on macOS and Windows {module.spec.output} and {other.spec.output} "
+                "are one file; give one module another name",
+                at_argument(module.spec.location, "name") or module.spec.location,
+            )
 
 
 def _check_module_name(root: Path, module: ExpandedModule, recorded: manifest.Manifest | None) -> None:

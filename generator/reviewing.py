@@ -270,6 +270,8 @@ def parse_revisions(root: Path, rev: str | None) -> tuple[Side, Side]:
     """`A..B`: A against B; `REV`: REV against the working tree; None: HEAD against the working tree."""
     if rev is None:
         return Side(root, "HEAD"), Side(root, None)
+    if not rev or "..." in rev or rev.count("..") > 1:
+        raise GitError(f"--rev takes a revision REV or a range A..B, not {rev!r}")
     if ".." in rev:
         old, _, new = rev.partition("..")
         return Side(root, old or "HEAD"), Side(root, new or "HEAD")
@@ -282,7 +284,7 @@ def require_generated(side: Side) -> None:
         try:
             _git(side.root, "rev-parse", "--verify", "--quiet", f"{side.revision}^{{commit}}")
         except GitError:
-            raise GitError(f"{side.revision} is not a revision of the git repository at {side.root}") from None
+            raise GitError(_why_no_revision(side)) from None
     if not side.module_names():
         where = f"{side.revision} has" if side.revision else f"{side.root} has"
         raise NothingToCompareError(f"nothing to compare: {where} no generated modules in generated/")
@@ -586,6 +588,19 @@ def _origin(config) -> SourceLocation | None:
         return call or named
     before = named.file != call.file or named.line < call.line
     return named if before else call
+
+
+def _why_no_revision(side: Side) -> str:
+    """What is wrong when a side's revision is not found: no repository, no commit yet, or the name."""
+    try:
+        _git(side.root, "rev-parse", "--git-dir")
+    except GitError:
+        return f"{side.root} is in no git repository, so there is no {side.revision}; diff needs a git checkout"
+    try:
+        _git(side.root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    except GitError:
+        return f"the git repository at {side.root} has no commit yet, so there is no {side.revision}; commit first"
+    return f"{side.revision} is not a revision of the git repository at {side.root}"
 
 
 def _git(root: Path, *args: str) -> str:

@@ -295,6 +295,27 @@ def test_an_unknown_backend_for_diff_is_one_line(repo, capsys):
         assert code == 2 and len(err.splitlines()) == 1 and "unknown backend(s) no_such_backend" in err
 
 
+def test_diff_without_a_revision_to_compare_says_why_in_one_line(repo, capsys, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(repo.parent))  # wherever the test's tmp folder is
+    git_dir = repo / ".git"
+    hidden = repo.parent / "hidden-git"
+    git_dir.rename(hidden)  # the project in no git repository at all
+    try:
+        code, out, err = run(capsys, "--root", str(repo), "diff")
+        assert (code, out) == (2, "")
+        assert err == f"error: {repo} is in no git repository, so there is no HEAD; diff needs a git checkout\n"
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)  # a repository without a commit
+        code, out, err = run(capsys, "--root", str(repo), "diff", "--rev", "HEAD~1..HEAD")
+        assert (code, out) == (2, "")
+        assert err == f"error: the git repository at {repo} has no commit yet, so there is no HEAD~1; commit first\n"
+    finally:
+        shutil.rmtree(git_dir, ignore_errors=True)
+        hidden.rename(git_dir)
+    for rev in ("HEAD...HEAD~1", "", "HEAD~1..HEAD..HEAD"):
+        code, out, err = run(capsys, "--root", str(repo), "diff", "--rev", rev)
+        assert (code, out, err) == (2, "", f"error: --rev takes a revision REV or a range A..B, not {rev!r}\n")
+
+
 def test_a_bug_is_still_one_line(project, capsys, monkeypatch):
     def broken(root, recorded=None):
         raise ValueError("a bug in the generator")
@@ -380,6 +401,27 @@ def test_a_full_standard_output_is_one_line_naming_it_and_the_tree_stays_whole(c
     else:  # every file written, then the report failed: check accepts the tree
         assert code == (0 if command[0] == "regenerate" else 1), out
         assert "docs/support-matrix.md" not in out
+
+
+@pytest.mark.parametrize("command", [["regenerate", "--jobs", "1"], ["check"], ["diff"]])
+def test_a_stdout_the_shell_closed_is_one_line_naming_it_and_the_tree_stays_whole(command, repo, capsys):
+    project = repo
+    touch_x86(project)
+    closed = ["sh", "-c", 'exec "$0" "$@" >&-', sys.executable, "-m", "generator", "--root", str(project), *command]
+    done = subprocess.run(closed, env=ENV, stderr=subprocess.PIPE, timeout=300)
+    assert (done.returncode, done.stderr) == (2, b"error: cannot write to standard output: it is closed\n")
+    code, out, err = run(capsys, "--root", str(project), "check")
+    assert code == (0 if command[0] == "regenerate" else 1), out  # regenerate wrote every file first
+
+
+@pytest.mark.parametrize("command", [["--help"], ["check", "--help"]])
+def test_help_that_cannot_reach_standard_output_is_one_line_not_a_silent_success(command, project):
+    with open("/dev/full", "w") as full:
+        done = generator_run(project, *command, stdout=full)
+    assert (done.returncode, done.stderr) == (2, b"error: cannot write to standard output: No space left on device\n")
+    closed = ["sh", "-c", 'exec "$0" "$@" >&-', sys.executable, "-m", "generator", *command]
+    done = subprocess.run(closed, env=ENV, stderr=subprocess.PIPE, timeout=60)
+    assert (done.returncode, done.stderr) == (2, b"error: cannot write to standard output: it is closed\n")
 
 
 def test_a_read_only_docs_folder_changes_no_file_at_all(project, capsys, monkeypatch):

@@ -33,6 +33,24 @@ def test_a_generated_file_that_is_not_utf8_is_edited_by_hand_and_regenerate_repa
     assert run(capsys, "--root", str(project), "check")[0] == 0
 
 
+def test_files_written_by_a_regenerate_killed_before_its_manifest_are_not_called_edited(project, capsys):
+    manifest = project / "generated" / "manifest.json"
+    before = manifest.read_bytes()
+    spec = project / "spec" / "x86.py"
+    old = "default = [x86_default_op_quint8_dtype_config]"
+    spec.write_text(spec.read_text().replace(old, old[:-1] + ", x86_weight_only_quint8_dtype_config]"))
+    assert run(capsys, "--root", str(project), "regenerate", "--jobs", "1")[0] == 0
+    manifest.write_bytes(before)  # as if killed (kill -9) after the files, before the manifest
+    code, out, err = run(capsys, "--root", str(project), "check")
+    unrecorded = "what regenerate writes, not yet recorded (an unfinished run?): regenerate updates only "
+    unrecorded += "generated/manifest.json"
+    assert (code, err) == (1, "")
+    fix = "fix: python -m generator regenerate"
+    assert out == f"generated/x86.py: {unrecorded}\ndocs/support-matrix.md: {unrecorded}\n{fix}\n"
+    assert run(capsys, "--root", str(project), "regenerate", "--jobs", "1")[0] == 0
+    assert run(capsys, "--root", str(project), "check")[0] == 0
+
+
 def test_a_stray_generated_module_that_is_not_utf8_is_named_and_regenerate_removes_it(project, capsys):
     stray = project / "generated" / "x86_old.py"  # its spec file is gone (renamed, say)
     stray.write_bytes((project / "generated" / "x86.py").read_bytes() + b"# caf\xe9\n")

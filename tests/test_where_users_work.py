@@ -81,6 +81,15 @@ def test_outside_any_project_the_error_names_every_folder_looked_in(tmp_path, mo
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["a", "a/b"]
 
 
+def test_a_non_ascii_folder_under_the_c_locale_is_named_as_it_is_spelt(tmp_path):
+    folder = tmp_path / "nö"
+    folder.mkdir()
+    c_locale = dict(ENV, LC_ALL="C", PYTHONCOERCECLOCALE="0", PYTHONUTF8="0")
+    done = subprocess.run([sys.executable, "-m", "generator", "check"], cwd=folder, env=c_locale, capture_output=True)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: no project here: none of {folder}, ".encode())  # not n\udcc3\udcb6
+
+
 def test_root_wins_over_the_folder_the_command_runs_in(project, tmp_path, monkeypatch, capsys):
     other = copy_project(tmp_path / "other")
     add_user_backend(other, "other_npu")
@@ -128,6 +137,26 @@ def test_diff_and_check_work_in_a_project_below_the_repository_top(monorepo, mon
     git(monorepo, "commit", "-qam", "spec only")
     code, out, err = run(capsys, "diff", "--rev", "HEAD~1..HEAD")
     assert code == 1 and "generated/qnnpack.py: stale: spec/qnnpack.py changed" in out, out
+
+
+def test_diff_after_a_spec_edit_that_changes_no_generated_text_compares_and_says_so(monorepo, monkeypatch, capsys):
+    monkeypatch.chdir(monorepo / "generated")
+    spec = monorepo / "spec" / "x86.py"
+    spec.write_text(spec.read_text() + "# a comment reaches no generated text\n")
+    code, out, err = run(capsys, "check")
+    assert code == 1 and "generated/x86.py: inputs changed (spec/x86.py changed), content unchanged" in out, out
+    backends = len(discover(monorepo))
+    assert run(capsys, "diff") == (
+        0,
+        f"no differences in {backends} backends (HEAD -> working tree)\n",
+        "warning: inputs changed, content unchanged: docs/support-matrix.md, generated/x86.py; "
+        "regenerate updates only generated/manifest.json\n",
+    )
+    # a spec edit that does change a module is still refused, not diffed
+    old = "default = [x86_default_op_quint8_dtype_config]"
+    spec.write_text(spec.read_text().replace(old, old[:-1] + ", x86_weight_only_quint8_dtype_config]"))
+    code, out, err = run(capsys, "diff")
+    assert code == 1 and "generated/x86.py: stale: spec/x86.py changed" in out, out
 
 
 # ---------------------------------------------------------------------------
