@@ -181,7 +181,7 @@ def _declared(declaration: Declaration, theirs, ours, names, where, label: str):
 
 def _declared_dtype_config(declaration: Declaration, replaced):
     """A declared change of a dtype config, with the fields in which ours differ from the reference's."""
-    from generator.compare import DeclaredChange, _dtype_config_fields
+    from generator.compare import _dtype_config_fields
 
     fields = {}
     for its, mine in replaced:

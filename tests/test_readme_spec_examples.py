@@ -52,7 +52,10 @@ def examples(tmp_path_factory):
         (project / path).write_text(code)
     for index, example in enumerate(EXAMPLES):
         (project / "spec" / f"example_{index}.py").write_text(spec_file(index, example))
-    # importable() names a package of the project, installed as the README says (here: on sys.path)
+    # importable() names a package of the project, installed as the README says (here: on sys.path);
+    # not one of the same name another test of this process imported from its own project
+    for name in [m for m in sys.modules if m == "npu_ext" or m.startswith("npu_ext.")]:
+        del sys.modules[name]
     sys.path.insert(0, str(project))
     try:
         err = io.StringIO()
