@@ -89,20 +89,29 @@ def _parsed(path: Path) -> tuple[ast.Module, str] | None:
 def forget() -> None:
     """Drop parsed spec sources: a run reads each file as it is now."""
     _parsed.cache_clear()
+    _lines.cache_clear()
+    _constraint_calls.cache_clear()
+
+
+@functools.cache
+def _lines(path: Path) -> list[bytes]:
+    """The file's lines as UTF-8 (ast's column offsets count bytes), split once, not once per segment."""
+    parsed = _parsed(path)
+    return [] if parsed is None else [line.encode() for line in ast._splitlines_no_ff(parsed[1])]
+
+
+@functools.cache
+def _constraint_calls(path: Path) -> list[ast.Call]:
+    """Every `DTypeWithConstraints(...)` call of the file, found by one walk of its tree."""
+    parsed = _parsed(path)
+    if parsed is None:
+        return []
+    return [n for n in ast.walk(parsed[0]) if isinstance(n, ast.Call) and _callee(n) == "DTypeWithConstraints"]
 
 
 def _call_at(path: Path, line: int) -> ast.Call | None:
     """The innermost `DTypeWithConstraints(...)` call spanning `line`."""
-    parsed = _parsed(path)
-    if parsed is None:
-        return None
-    calls = [
-        node
-        for node in ast.walk(parsed[0])
-        if isinstance(node, ast.Call)
-        and _callee(node) == "DTypeWithConstraints"
-        and node.lineno <= line <= node.end_lineno
-    ]
+    calls = [node for node in _constraint_calls(path) if node.lineno <= line <= node.end_lineno]
     return max(calls, key=lambda node: (node.lineno, node.col_offset), default=None)
 
 
@@ -159,5 +168,12 @@ def _assignments(root: Path, path: Path, name: str):
 
 
 def _segment(path: Path, node) -> str | None:
-    parsed = _parsed(path)
-    return None if parsed is None else ast.get_source_segment(parsed[1], node)
+    """What ast.get_source_segment gives, from the file's lines split once."""
+    lines = _lines(path)
+    if not lines or getattr(node, "end_lineno", None) is None:
+        return None
+    first, last = node.lineno - 1, node.end_lineno - 1
+    if first == last:
+        return lines[first][node.col_offset : node.end_col_offset].decode()
+    middle = [line.decode() for line in lines[first + 1 : last]]
+    return "".join([lines[first][node.col_offset :].decode(), *middle, lines[last][: node.end_col_offset].decode()])
