@@ -29,6 +29,7 @@ from torch.ao.quantization.backend_config import (
 
 from generator import cli
 from generator.compare import compare_backend_configs
+from tests._sB_shared import built_once
 from tests.builders import discover
 from tests.conftest import ROOT, commit_all, copy_project
 from tests.custom_backends import checks
@@ -61,17 +62,30 @@ def run(capsys, project, *args):
     return code, captured.out + captured.err
 
 
+def build_tutorial(folder):
+    """folder/project: a copy of the project with the tutorial's backend added and regenerated;
+    folder/regenerate.out: what regenerate printed."""
+    project = copy_project(folder / "project")
+    lay_over(project)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["--root", str(project), "regenerate", "--jobs", "1"])
+    assert code == 0, err.getvalue()
+    (folder / "regenerate.out").write_text(out.getvalue())
+
+
+def tutorial_project(tmp_path_factory, destination):
+    """A copy of the tutorial's project, regenerated once per test run; regenerate's output."""
+    built = built_once(tmp_path_factory, "tutorial", build_tutorial)
+    shutil.copytree(built / "project", destination, symlinks=True)
+    return (built / "regenerate.out").read_text()
+
+
 @pytest.fixture(scope="module")
 def tutorial(tmp_path_factory):
     """(project root, regenerate's output) for a copy of the project with the tutorial's backend added."""
-    project = copy_project(tmp_path_factory.mktemp("tutorial") / "project")
-    lay_over(project)
-    done = subprocess.run(
-        [sys.executable, "-m", "generator", "--root", str(project), "regenerate", "--jobs", "1"],
-        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
-    )
-    assert done.returncode == 0, done.stderr
-    return project, done.stdout
+    project = tmp_path_factory.mktemp("tutorial") / "project"
+    return project, tutorial_project(tmp_path_factory, project)
 
 
 @pytest.fixture(scope="module")
