@@ -8,6 +8,7 @@ import contextlib
 import difflib
 import importlib
 import importlib.util
+import io
 import re
 import sys
 
@@ -17,6 +18,7 @@ from generator import cli, spec_loading
 from generator.compare import compare_backend_configs
 from generator.model import TorchRef
 from generator.resolution import load_object
+from tests._sB_shared import built_once
 from tests.builders import discover
 from tests.conftest import ROOT, copy_project
 
@@ -40,25 +42,33 @@ def committed_references() -> list[str]:
     return [b.reference for m in spec_loading.load_modules(ROOT) for b in m.backends if b.reference]
 
 
-@pytest.fixture(scope="module")
-def imported(tmp_path_factory):
-    """A project whose hand-written specs are replaced by imported ones, regenerated once."""
-    project = copy_project(tmp_path_factory.mktemp("import") / "project")
+def build_imported(project):
+    """The project with its hand-written specs replaced by imported ones, regenerated once."""
+    copy_project(project)
     for spec_file in (project / "spec").glob("[!_]*.py"):
         spec_file.unlink()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        for reference in committed_references() + [USER_BUILDER, LEGACY_BUILDER]:
+            code = cli.main(["--root", str(project), "import", target(reference)])
+            assert code == 0, reference
+        assert cli.main(["--root", str(project), "regenerate", "--jobs", "2"]) == 0
+
+
+@pytest.fixture(scope="session")
+def imported(tmp_path_factory):
+    """A project whose hand-written specs are replaced by imported ones, regenerated once per
+    test run: every test only reads it."""
+    project = built_once(tmp_path_factory, "imported", build_imported)
     references = committed_references() + [USER_BUILDER, LEGACY_BUILDER]
     outputs = {}
-    for reference in references:
-        code = cli.main(["--root", str(project), "import", target(reference)])
-        assert code == 0, reference
-    assert cli.main(["--root", str(project), "regenerate", "--jobs", "2"]) == 0
     for module in spec_loading.load_modules(project):
         for backend in module.backends:
             outputs[backend.reference] = (project / module.output, backend.builder)
     return project, references, outputs
 
 
-# Every test that uses `imported` runs on one xdist worker, which builds the fixture once.
+# loadgroup would keep these on one worker, which would build the fixture once; under pytest 9
+# it does not (see tests/_sB_shared.py), so the fixture is built once and shared by the workers.
 SHARES_THE_IMPORTED_PROJECT = pytest.mark.xdist_group("imported")
 
 
@@ -333,14 +343,13 @@ def outputs_of(project):
     return {str(p.relative_to(project)): p.read_bytes() for p in files}
 
 
-def test_import_force_of_every_generated_builder_round_trips_byte_identical(tmp_path, capsys):
+def test_import_force_of_every_generated_builder_round_trips_byte_identical(tmp_path, tmp_path_factory, capsys):
     """Every committed spec and the tutorial's: `import --force` of the generated builder over
     its own spec, then regenerate, leaves spec/, generated/ and the matrix byte-identical."""
-    from tests.test_tutorial_backend import lay_over
+    from tests.test_tutorial_backend import tutorial_project
 
-    project = copy_project(tmp_path / "project")
-    lay_over(project)
-    assert run(capsys, "--root", str(project), "regenerate")[0] == 0
+    project = tmp_path / "project"
+    tutorial_project(tmp_path_factory, project)  # the project with the tutorial's backend, regenerated
     before = outputs_of(project)
     imported = []
     with generated_package_of(project):

@@ -29,6 +29,7 @@ from torch.ao.quantization.backend_config import (
 
 from generator import cli
 from generator.compare import compare_backend_configs
+from tests._sB_shared import built_once
 from tests.builders import discover
 from tests.conftest import ROOT, commit_all, copy_project
 from tests.custom_backends import checks
@@ -61,17 +62,30 @@ def run(capsys, project, *args):
     return code, captured.out + captured.err
 
 
+def build_tutorial(folder):
+    """folder/project: a copy of the project with the tutorial's backend added and regenerated;
+    folder/regenerate.out: what regenerate printed."""
+    project = copy_project(folder / "project")
+    lay_over(project)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["--root", str(project), "regenerate", "--jobs", "1"])
+    assert code == 0, err.getvalue()
+    (folder / "regenerate.out").write_text(out.getvalue())
+
+
+def tutorial_project(tmp_path_factory, destination):
+    """A copy of the tutorial's project, regenerated once per test run; regenerate's output."""
+    built = built_once(tmp_path_factory, "tutorial", build_tutorial)
+    shutil.copytree(built / "project", destination, symlinks=True)
+    return (built / "regenerate.out").read_text()
+
+
 @pytest.fixture(scope="module")
 def tutorial(tmp_path_factory):
     """(project root, regenerate's output) for a copy of the project with the tutorial's backend added."""
-    project = copy_project(tmp_path_factory.mktemp("tutorial") / "project")
-    lay_over(project)
-    done = subprocess.run(
-        [sys.executable, "-m", "generator", "--root", str(project), "regenerate", "--jobs", "1"],
-        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
-    )
-    assert done.returncode == 0, done.stderr
-    return project, done.stdout
+    project = tmp_path_factory.mktemp("tutorial") / "project"
+    return project, tutorial_project(tmp_path_factory, project)
 
 
 @pytest.fixture(scope="module")
@@ -124,9 +138,9 @@ def test_diff_against_torch_from_the_command_line_exits_0_without_a_traceback(tu
     assert "Traceback" not in done.stderr
 
 
-def test_diff_rev_shows_a_change_to_the_new_backend(project, capsys):
-    lay_over(project)
-    assert run(capsys, project, "regenerate", "--jobs", "1")[0] == 0
+def test_diff_rev_shows_a_change_to_the_new_backend(tmp_path, tmp_path_factory, capsys):
+    project = tmp_path / "project"
+    tutorial_project(tmp_path_factory, project)  # the tutorial's backend added and regenerated
     commit_all(project)
     spec = project / "spec" / "my_backend.py"
     spec.write_text(spec.read_text().replace("nn.Linear, weighted,", "nn.Linear, [],"))
@@ -144,31 +158,48 @@ def readme_usage_snippet() -> str:
                 if "from generated.my_backend import" in block)
 
 
-def test_the_readme_s_usage_snippet_runs_as_written(tutorial):
+# What the snippet leaves behind must be the reference model the tutorial shows.
+LEFT_BEHIND_CHECK = (
+    "\nkinds = {type(m).__name__ for m in reference_model.modules()}"
+    "\nassert {'ConvReLU2d', 'Conv2d', 'Linear'} <= kinds and 'ReLU' in kinds, kinds"
+    "\nassert 'quantized.reference' in type(reference_model.get_submodule('1.0')).__module__\n"
+)
+
+
+@pytest.fixture(scope="module")
+def readme_snippet_run(tmp_path_factory):
+    """(exit status, standard error) of the README's usage snippet, followed by LEFT_BEHIND_CHECK,
+    run once per test run in a copy of the tutorial's project as a user runs it: a fresh
+    interpreter in the project, default warning filters (no PYTHONWARNINGS, not pytest's)."""
+
+    def run_snippet(folder):
+        project = folder / "project"
+        tutorial_project(tmp_path_factory, project)
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONWARNINGS")}
+        done = subprocess.run([sys.executable, "-c", readme_usage_snippet() + LEFT_BEHIND_CHECK], cwd=project,
+                              env=dict(environment, PYTHONPATH=str(project)), capture_output=True, text=True)
+        (folder / "returncode").write_text(str(done.returncode))
+        (folder / "stderr").write_text(done.stderr)
+
+    folder = built_once(tmp_path_factory, "readme-snippet", run_snippet)
+    return int((folder / "returncode").read_text()), (folder / "stderr").read_text()
+
+
+def test_the_readme_s_usage_snippet_runs_as_written(readme_snippet_run):
     """README "Adding a backend": the prepare_fx snippet runs in the project as it stands there."""
-    project, _ = tutorial
-    snippet = readme_usage_snippet()
-    # what the snippet leaves behind must be the reference model the tutorial shows
-    check = ("\nkinds = {type(m).__name__ for m in reference_model.modules()}"
-             "\nassert {'ConvReLU2d', 'Conv2d', 'Linear'} <= kinds and 'ReLU' in kinds, kinds"
-             "\nassert 'quantized.reference' in type(reference_model.get_submodule('1.0')).__module__\n")
-    done = subprocess.run([sys.executable, "-c", snippet + check], cwd=project,
-                          env=dict(os.environ, PYTHONPATH=str(project)), capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    returncode, stderr = readme_snippet_run
+    assert returncode == 0, stderr
 
 
-def test_the_readme_s_usage_snippet_prints_no_warning(tutorial):
+def test_the_readme_s_usage_snippet_prints_no_warning(readme_snippet_run):
     """Run as a user runs it (default warning filters, not pytest's): standard error stays empty.
 
     torch warns "Failed to initialize NumPy" on import when NumPy is missing; the
     project depends on numpy (pyproject.toml) so that an installed project does not.
     """
-    project, _ = tutorial
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONWARNINGS")}
-    done = subprocess.run([sys.executable, "-c", readme_usage_snippet()], cwd=project,
-                          env=dict(environment, PYTHONPATH=str(project)), capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == ""
+    returncode, stderr = readme_snippet_run
+    assert returncode == 0, stderr
+    assert stderr == ""
 
 
 def test_generic_checks_pass_on_the_tutorial_backend(my_backend):
