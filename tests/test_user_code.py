@@ -297,9 +297,9 @@ def get_quitter_backend_config():
 '''
 
 
-def test_import_of_a_builder_that_exits_is_one_located_line_and_writes_nothing(project):
+def test_import_of_a_builder_that_exits_is_one_located_line_and_writes_nothing(project, capfd):
     (project / "quitter.py").write_text(EXITING_BUILDER)
-    done = generator(project, "import", "quitter:get_quitter_backend_config")
+    done = in_process(capfd, project, "import", "quitter:get_quitter_backend_config")  # torch imported already
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stdout == ""
     assert done.stderr.splitlines()[-1].startswith(
@@ -330,13 +330,13 @@ def get_reference_config():
 '''
 
 
-def test_diff_against_a_reference_builder_that_exits_is_one_located_line(project, keep_only):
+def test_diff_against_a_reference_builder_that_exits_is_one_located_line(project, keep_only, capfd):
     keep_only(project, "x86")
     (project / "myref.py").write_text(EXITING_REFERENCE)
     edit(project / "spec" / "x86.py", "torch.ao.quantization.backend_config.x86.get_x86_backend_config",
          "myref.get_reference_config")  # fmt: skip
     regenerated_cleanly(project)
-    done = generator(project, "diff", "--against-torch", "--format", "json")
+    done = in_process(capfd, project, "diff", "--against-torch", "--format", "json")  # torch imported already
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stdout == ""
     assert len(done.stderr.splitlines()) == 1, done.stderr
