@@ -11,13 +11,15 @@ Through the real CLI, on a copy of the project:
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, commit_all, git
+from generator import cli
+from tests.conftest import ROOT, commit_all, copy_project, git
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
@@ -49,13 +51,39 @@ def stale(done: subprocess.CompletedProcess) -> set[str]:
     return {line.split(":")[0] for line in done.stdout.splitlines() if ": stale" in line}
 
 
-def keep_only(project: Path, *names: str) -> Path:
-    """The project reduced to some spec files (and what they import), so that each run renders less."""
-    for spec in (project / "spec").glob("[!_]*.py"):
-        if spec.stem not in names:
-            spec.unlink()
-    regenerated_cleanly(project)  # removes the other modules
-    return project
+def in_process(capfd, project: Path, *args: str) -> subprocess.CompletedProcess:
+    """A command run by cli.main in this process, where torch and the generator are imported already.
+
+    capfd sees what reaches file descriptors 1 and 2, as a subprocess's pipes would.
+    """
+    capfd.readouterr()
+    code = cli.main(["--root", str(project), *args])
+    out, err = capfd.readouterr()
+    return subprocess.CompletedProcess(args, code, out, err)
+
+
+@pytest.fixture(scope="module")
+def keep_only(tmp_path_factory):
+    """keep_only(project, *names): the project reduced to some spec files (and what they import), so that
+    each run renders less.
+
+    Each reduction is regenerated once per worker, in process (setup, not what a test checks), then copied.
+    """
+    reduced: dict[tuple[str, ...], Path] = {}
+
+    def reduce(project: Path, *names: str) -> Path:
+        if names not in reduced:
+            copy = copy_project(tmp_path_factory.mktemp("reduced") / "project")
+            for spec in (copy / "spec").glob("[!_]*.py"):
+                if spec.stem not in names:
+                    spec.unlink()
+            assert cli.main(["--root", str(copy), "regenerate", "--jobs", "1"]) == 0, names  # removes the others
+            reduced[names] = copy
+        shutil.rmtree(project)
+        shutil.copytree(reduced[names], project)
+        return project
+
+    return reduce
 
 
 def regenerated_cleanly(project: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -77,7 +105,7 @@ def assert_fresh(project: Path, env: dict | None = None) -> None:
 DROPPED_OP = "nn.Dropout, "  # in spec/_common.py's DEFAULT_OPS, which fbgemm's default ops use
 
 
-def test_an_edit_to_a_relatively_imported_module_makes_its_importer_stale(project):
+def test_an_edit_to_a_relatively_imported_module_makes_its_importer_stale(project, keep_only):
     keep_only(project, "fbgemm", "x86")
     edit(project / "spec" / "fbgemm.py", "from spec._common import (", "from ._common import (")
     regenerated_cleanly(project)
@@ -101,7 +129,7 @@ NOTE = (Path(__file__).parent / "data" / "note.txt").read_text().strip()
 '''
 
 
-def test_an_edit_to_a_helper_module_or_a_file_it_reads_makes_the_spec_stale(project):
+def test_an_edit_to_a_helper_module_or_a_file_it_reads_makes_the_spec_stale(project, keep_only):
     keep_only(project, "fbgemm")
     (project / "myops.py").write_text(HELPER)
     (project / "data").mkdir()
@@ -138,7 +166,7 @@ def fuse_conv_relu(is_qat, conv, relu):
 '''
 
 
-def test_an_edit_to_the_project_module_an_importable_name_points_to_makes_its_user_stale(project):
+def test_an_edit_to_the_project_module_an_importable_name_points_to_makes_its_user_stale(project, keep_only):
     keep_only(project, "fbgemm")
     (project / "my_pkg").mkdir()
     (project / "my_pkg" / "__init__.py").write_text("")
@@ -159,7 +187,7 @@ def test_an_edit_to_the_project_module_an_importable_name_points_to_makes_its_us
     assert_fresh(project, installed)
 
 
-def test_diff_judges_a_revision_by_the_helper_files_its_spec_read(project):
+def test_diff_judges_a_revision_by_the_helper_files_its_spec_read(project, keep_only):
     keep_only(project, "fbgemm")
     (project / "myops.py").write_text('DOC = "FBGEMM, as the helper describes it."\n')
     spec = project / "spec" / "fbgemm.py"
@@ -189,7 +217,7 @@ generator.dsl.config = None
 """
 
 
-def test_one_spec_file_mutating_a_shared_list_changes_no_other_output(project):
+def test_one_spec_file_mutating_a_shared_list_changes_no_other_output(project, keep_only):
     keep_only(project, "executorch", "qnnpack", "fbgemm")
     before = snapshot(project)
     spec = project / "spec" / "executorch.py"  # loaded first: every other load would see the mutation
@@ -223,12 +251,12 @@ RAISED = {
 
 @pytest.mark.parametrize("command", [["regenerate"], ["check"], ["check", "--full"]], ids=" ".join)
 @pytest.mark.parametrize("ending", ENDINGS)
-def test_a_spec_that_exits_or_raises_a_base_exception_is_one_located_line(ending, command, project):
+def test_a_spec_that_exits_or_raises_a_base_exception_is_one_located_line(ending, command, project, capfd):
     spec = project / "spec" / "x86.py"
     spec.write_text(spec.read_text() + ENDINGS[ending] + "\n")
     line = len(spec.read_text().splitlines())
     before = snapshot(project)
-    done = generator(project, *command)
+    done = in_process(capfd, project, *command)  # an exit that escaped would end cli.main, and fail the test
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stdout == ""
     assert len(done.stderr.splitlines()) == 1, done.stderr
@@ -244,7 +272,7 @@ _os.write(1, b"written to fd 1 by the spec\\n")
 """
 
 
-def test_what_a_spec_prints_never_reaches_standard_output(project):
+def test_what_a_spec_prints_never_reaches_standard_output(project, keep_only):
     keep_only(project, "x86")
     spec = project / "spec" / "x86.py"
     commit_all(project)
@@ -269,9 +297,9 @@ def get_quitter_backend_config():
 '''
 
 
-def test_import_of_a_builder_that_exits_is_one_located_line_and_writes_nothing(project):
+def test_import_of_a_builder_that_exits_is_one_located_line_and_writes_nothing(project, capfd):
     (project / "quitter.py").write_text(EXITING_BUILDER)
-    done = generator(project, "import", "quitter:get_quitter_backend_config")
+    done = in_process(capfd, project, "import", "quitter:get_quitter_backend_config")  # torch imported already
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stdout == ""
     assert done.stderr.splitlines()[-1].startswith(
@@ -302,13 +330,13 @@ def get_reference_config():
 '''
 
 
-def test_diff_against_a_reference_builder_that_exits_is_one_located_line(project):
+def test_diff_against_a_reference_builder_that_exits_is_one_located_line(project, keep_only, capfd):
     keep_only(project, "x86")
     (project / "myref.py").write_text(EXITING_REFERENCE)
     edit(project / "spec" / "x86.py", "torch.ao.quantization.backend_config.x86.get_x86_backend_config",
          "myref.get_reference_config")  # fmt: skip
     regenerated_cleanly(project)
-    done = generator(project, "diff", "--against-torch", "--format", "json")
+    done = in_process(capfd, project, "diff", "--against-torch", "--format", "json")  # torch imported already
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stdout == ""
     assert len(done.stderr.splitlines()) == 1, done.stderr
