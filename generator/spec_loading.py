@@ -143,7 +143,7 @@ def _relative(root: Path, filename: str | None) -> str:
 
 
 def _forget_spec_package() -> None:
-    for name in [n for n in sys.modules if n == "spec" or n.startswith("spec.")]:
+    for name in [n for n in list(sys.modules) if n == "spec" or n.startswith("spec.")]:  # one-step copy: threads
         del sys.modules[name]
 
 

@@ -88,7 +88,8 @@ class Observer:
         global _observer
         _install_hook()
         read: set[str] = set()
-        kept = {name: module for name, module in sys.modules.items() if self._is_local(module)}
+        # list() copies in one step: diff may be importing torch in another thread meanwhile.
+        kept = {name: module for name, module in list(sys.modules.items()) if self._is_local(module)}
         for name in kept:
             del sys.modules[name]
         before = set(sys.modules)
