@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from generator import cli, pipeline
+from tests._sD_helpers import built_once
 from tests.conftest import ROOT, copy_project
 
 MATRIX = "docs/support-matrix.md"
@@ -105,8 +106,8 @@ def small_project(destination: Path) -> tuple[Path, dict]:
 
 @pytest.fixture(scope="module")
 def regenerated_small_project(tmp_path_factory) -> Path:
-    """small_project made once for this file; each test gets its own copy (fixture small)."""
-    return small_project(tmp_path_factory.mktemp("small") / "project")[0]
+    """small_project made once per run; each test gets its own copy (fixture small)."""
+    return built_once(tmp_path_factory, "sD-promises-small", small_project)
 
 
 @pytest.fixture
