@@ -9,13 +9,17 @@
 All through the command line, not through planning or digest internals.
 """
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from generator import cli, pipeline
+from tests._sD_helpers import built_once
 from tests.conftest import ROOT, copy_project
 
 MATRIX = "docs/support-matrix.md"
@@ -75,15 +79,6 @@ def test_check_full_finds_content_the_generator_would_not_make(project, capsys, 
     assert run(capsys, project, "check", "--full")[0] == 0
 
 
-def pipeline_modules() -> list[str]:
-    """Every generator module a regenerate imports: the candidates for shaping output."""
-    found = subprocess.run(
-        [sys.executable, "-c", "import sys, generator.pipeline; print(*sorted(sys.modules))"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    ).stdout.split()
-    return sorted(m.removeprefix("generator.") for m in found if m.startswith("generator."))
-
-
 # Imported by the pipeline but unable to change a byte of output: error classes,
 # name validation (torch names, method names; the names a spec chooses), which only
 # accepts or rejects a spec, the static check that refuses a broken module before it is
@@ -109,29 +104,47 @@ def small_project(destination: Path) -> tuple[Path, dict]:
     return project, env
 
 
-def test_editing_any_output_shaping_generator_module_makes_check_fail(tmp_path):
-    modules = [m for m in pipeline_modules() if m not in CANNOT_SHAPE_OUTPUT]
-    assert {"pipeline", "rendering", "expansion", "formatting"} <= set(modules)
-    project, env = small_project(tmp_path / "project")
+@pytest.fixture(scope="module")
+def regenerated_small_project(tmp_path_factory) -> Path:
+    """small_project made once per run; each test gets its own copy (fixture small)."""
+    return built_once(tmp_path_factory, "sD-promises-small", small_project)
+
+
+@pytest.fixture
+def small(regenerated_small_project, tmp_path) -> tuple[Path, dict]:
+    project = tmp_path / "project"
+    shutil.copytree(regenerated_small_project, project, symlinks=True)
+    return project, dict(os.environ, PYTHONPATH=str(project))
+
+
+def test_editing_any_output_shaping_generator_module_makes_check_fail(small):
+    """Each edit gets its own `check` run, all in one fresh interpreter importing the copy's generator
+    (tests/_sD_check_each_edit.py): check digests the generator's files from disk, as the hook does."""
+    project, env = small
+    script = [sys.executable, str(Path(__file__).parent / "_sD_check_each_edit.py")]
+    with subprocess.Popen(script, cwd=project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as runner:  # fmt: skip
+        # Every generator module a regenerate imports: the candidates for shaping output.
+        modules = [m for m in json.loads(runner.stdout.readline()) if m not in CANNOT_SHAPE_OUTPUT]
+        assert {"pipeline", "rendering", "expansion", "formatting"} <= set(modules)
+        out, err = runner.communicate(json.dumps(modules) + "\n")
+    assert runner.returncode == 0, err
+    results = json.loads(out)
     outputs = {str(p.relative_to(project)) for p in (project / "generated").glob("*.py") if p.name != "__init__.py"}
     outputs.add(MATRIX)
     unnoticed = {}
     for module in modules:
-        source = project / "generator" / f"{module}.py"
-        original = source.read_bytes()
-        source.write_bytes(original + b"\n# an edit to the generator\n")
-        done = subprocess.run([sys.executable, "-m", "generator", "check"], cwd=project, env=env,
-                              capture_output=True, text=True)
-        source.write_bytes(original)
+        code, stdout = results["edited"][module]
         expected = {MATRIX} if module in MATRIX_ONLY else outputs
-        if done.returncode != 1 or named_files(done.stdout) != expected:
-            unnoticed[module] = (done.returncode, sorted(named_files(done.stdout)))
+        if code != 1 or named_files(stdout) != expected:
+            unnoticed[module] = (code, sorted(named_files(stdout)))
     assert unnoticed == {}
+    assert results["unedited"][0] == 0, results["unedited"][1]
 
 
-def test_a_real_change_to_the_generator_changes_output_and_check_sees_it(tmp_path):
+def test_a_real_change_to_the_generator_changes_output_and_check_sees_it(small):
     """black's line length, an output-shaping setting in formatting.py, changed in a copy."""
-    project, env = small_project(tmp_path / "project")
+    project, env = small
     formatting = project / "generator" / "formatting.py"
     assert "black.Mode()" in formatting.read_text()
     formatting.write_text(formatting.read_text().replace("black.Mode()", "black.Mode(line_length=60)"))

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from generator import cli, reviewing
+from tests._sD_helpers import built_once
 from tests.conftest import GIT, commit_all, copy_project, git
 
 ACME = '''"""A test backend whose BackendConfig name is not a plain identifier."""
@@ -73,7 +74,12 @@ def line_of(path, text: str) -> int:
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
-    project = copy_project(tmp_path_factory.mktemp("review") / "project")
+    """The repository under review, built once per run (two regenerates, two commits); this worker's copy."""
+    return built_once(tmp_path_factory, "sD-review-repo", build_repo)
+
+
+def build_repo(project):
+    copy_project(project)
     (project / ".gitignore").write_text(".cache/\n")
     (project / "spec" / "acme.py").write_text(ACME.replace("SCALE", "0.001"))
     assert cli.main(["--root", str(project), "regenerate"]) == 0
@@ -85,7 +91,6 @@ def repo(tmp_path_factory):
     assert cli.main(["--root", str(project), "regenerate"]) == 0
     git(project, "add", "-A")
     git(project, "commit", "-qm", "change")
-    return project
 
 
 def run(capsys, project, *args):
