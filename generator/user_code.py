@@ -34,7 +34,7 @@ def running(error_class: type[GeneratorError], what: str, root: Path | None = No
     generator's code with calls of user code that handle Exceptions themselves
     (comparing callables records what they raise), and a bug must stay a bug.
     """
-    with _stdout_to_stderr(), _RealInterrupts() as interrupts, _kept_cwd():
+    with _stdout_to_stderr(), _RealInterrupts() as interrupts, _kept_cwd(), _no_hard_exit():
         try:
             yield
         except GeneratorError:
@@ -51,13 +51,40 @@ def running(error_class: type[GeneratorError], what: str, root: Path | None = No
 def describe(error: BaseException) -> str:
     """`SystemExit(0)`, `GeneratorExit`, `ValueError: bad`: what was raised, in one phrase."""
     name = type(error).__name__
+    if isinstance(error, HardExit):
+        return f"os._exit({error.code!r})"
     if isinstance(error, SystemExit):
         return f"SystemExit({error.code!r})"
     text = str(error)
     return f"{name}: {text}" if text else name
 
 
+class HardExit(SystemExit):
+    """What `os._exit(n)` raises while user code runs: the process must not end without a word.
+
+    Left alone, `os._exit(0)` in a spec would end `check` with exit 0 on a stale tree.
+    """
+
+
+@contextlib.contextmanager
+def _no_hard_exit():
+    saved, pid = os._exit, os.getpid()
+
+    def refused(code):
+        if os.getpid() != pid:  # a process forked meanwhile (a worker) ends as it means to
+            saved(code)
+        raise HardExit(code)
+
+    os._exit = refused
+    try:
+        yield
+    finally:
+        os._exit = saved
+
+
 def _advice(error: BaseException) -> str:
+    if isinstance(error, HardExit):
+        return " (user code must not exit: remove the os._exit() or raise an Exception instead)"
     if isinstance(error, SystemExit):
         return " (user code must not exit: remove the sys.exit() or raise an Exception instead)"
     if not isinstance(error, Exception):

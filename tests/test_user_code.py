@@ -264,6 +264,23 @@ def test_a_spec_that_exits_or_raises_a_base_exception_is_one_located_line(ending
     assert snapshot(project) == before
 
 
+def test_os_exit_in_a_spec_cannot_make_check_pass_a_stale_tree(project):
+    # A real process: os._exit ends it without unwinding, so only the exit code can tell.
+    spec = project / "spec" / "x86.py"
+    spec.write_text(spec.read_text() + "import os; os._exit(0)\n")
+    line = len(spec.read_text().splitlines())
+    shutil.rmtree(project / ".cache", ignore_errors=True)  # a cold lint cache: check runs the spec
+    before = snapshot(project)
+    for command in (["check"], ["regenerate"]):
+        done = generator(project, *command)
+        assert (done.returncode, done.stdout) == (2, ""), (command, done.stdout, done.stderr)
+        assert done.stderr == (
+            f"error: spec/x86.py:{line}: loading spec/x86.py raised os._exit(0) "
+            "(user code must not exit: remove the os._exit() or raise an Exception instead)\n"
+        )
+    assert snapshot(project) == before
+
+
 PRINTS = """
 import os as _os, sys as _sys
 print("printed by the spec")
