@@ -67,11 +67,6 @@ def imported(tmp_path_factory):
     return project, references, outputs
 
 
-# loadgroup would keep these on one worker, which would build the fixture once; under pytest 9
-# it does not (see tests/_sB_shared.py), so the fixture is built once and shared by the workers.
-SHARES_THE_IMPORTED_PROJECT = pytest.mark.xdist_group("imported")
-
-
 def load_generated(path):
     spec = importlib.util.spec_from_file_location(f"imported_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
@@ -84,7 +79,6 @@ def reference_builder(reference: str):
     return getattr(importlib.import_module(module), function)
 
 
-@SHARES_THE_IMPORTED_PROJECT
 def test_every_imported_builder_regenerates_equal_to_the_builder(imported):
     _project, references, outputs = imported
     assert sorted(outputs) == sorted(set(references))
@@ -97,7 +91,6 @@ def test_every_imported_builder_regenerates_equal_to_the_builder(imported):
     assert patterns == sum(len(reference_builder(r)().configs) for r in set(references))
 
 
-@SHARES_THE_IMPORTED_PROJECT
 def test_generated_modules_never_import_torchs_builder_modules(imported):
     _project, references, outputs = imported
     builder_modules = {r.rsplit(".", 1)[0] for r in references if r.startswith("torch.")}
@@ -122,7 +115,6 @@ def dotted_names(tree):
                 yield ".".join([node.value.id, *reversed(parts)])
 
 
-@SHARES_THE_IMPORTED_PROJECT
 def test_the_user_spec_names_what_the_author_named(imported):
     project, _references, outputs = imported
     spec = (project / "spec" / "user.py").read_text()
@@ -141,7 +133,6 @@ def test_the_user_spec_names_what_the_author_named(imported):
     assert "from tests.user_builder import fuse_linear_relu" in generated
 
 
-@SHARES_THE_IMPORTED_PROJECT
 def test_factory_closures_and_partials_are_written_as_the_calls_that_make_them(imported):
     """torch 1.13's reverse2/reverse3/reverse_sequential_wrapper2, a vendor's factories and a
     partial: each is the call that made it, in the spec and in the generated module (proven
@@ -172,7 +163,6 @@ def test_factory_closures_and_partials_are_written_as_the_calls_that_make_them(i
         assert written in generated, written
 
 
-@SHARES_THE_IMPORTED_PROJECT
 def test_torchs_functions_become_the_projects_templates(imported):
     project, _references, _outputs = imported
     texts = "".join(p.read_text() for p in (project / "spec").glob("[!_]*.py"))
@@ -435,7 +425,6 @@ def spec_patterns(project, name):
     return [_canonical(c) for b in expand_module(module).backends for c in b.backend.configs]
 
 
-@SHARES_THE_IMPORTED_PROJECT
 def test_import_writes_op_groups_of_spec_common_where_they_build_the_same_patterns(imported):
     project, _references, _outputs = imported
     # The op groups reproduce torch's builders only while spec/_common.py says what torch
@@ -457,7 +446,6 @@ def test_import_writes_op_groups_of_spec_common_where_they_build_the_same_patter
         assert "fusions=False" in executorch and "functional=True" in executorch
 
 
-@SHARES_THE_IMPORTED_PROJECT
 def test_no_compact_writes_every_pattern_and_the_same_patterns(imported, tmp_path, capsys):
     from benchmarks.spec_size import code_lines
 
@@ -478,7 +466,6 @@ def test_no_compact_writes_every_pattern_and_the_same_patterns(imported, tmp_pat
     assert code_lines(compacted) * 10 < code_lines(spec)
 
 
-@SHARES_THE_IMPORTED_PROJECT
 def test_without_spec_common_or_matching_groups_import_writes_every_pattern(imported, tmp_path, capsys):
     project, _references, _outputs = imported
     bare = copy_project(tmp_path / "bare")
