@@ -18,9 +18,9 @@ from generator import cli, spec_loading
 from generator.compare import compare_backend_configs
 from generator.model import TorchRef
 from generator.resolution import load_object
-from tests._sB_shared import built_once
 from tests.builders import discover
 from tests.conftest import ROOT, copy_project
+from tests.shared_builds import built_once
 
 USER_BUILDER = "tests.user_builder.get_user_backend_config"
 LEGACY_BUILDER = "tests.legacy_builder.get_legacy_backend_config"

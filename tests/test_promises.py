@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from generator import cli, pipeline
-from tests._sD_helpers import built_once
 from tests.conftest import ROOT, copy_project
+from tests.shared_builds import worker_copy
 
 MATRIX = "docs/support-matrix.md"
 
@@ -107,7 +107,7 @@ def small_project(destination: Path) -> tuple[Path, dict]:
 @pytest.fixture(scope="module")
 def regenerated_small_project(tmp_path_factory) -> Path:
     """small_project made once per run; each test gets its own copy (fixture small)."""
-    return built_once(tmp_path_factory, "sD-promises-small", small_project)
+    return worker_copy(tmp_path_factory, "promises-small", small_project)
 
 
 @pytest.fixture
@@ -119,9 +119,9 @@ def small(regenerated_small_project, tmp_path) -> tuple[Path, dict]:
 
 def test_editing_any_output_shaping_generator_module_makes_check_fail(small):
     """Each edit gets its own `check` run, all in one fresh interpreter importing the copy's generator
-    (tests/_sD_check_each_edit.py): check digests the generator's files from disk, as the hook does."""
+    (tests/check_each_edit.py): check digests the generator's files from disk, as the hook does."""
     project, env = small
-    script = [sys.executable, str(Path(__file__).parent / "_sD_check_each_edit.py")]
+    script = [sys.executable, str(Path(__file__).parent / "check_each_edit.py")]
     with subprocess.Popen(script, cwd=project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True) as runner:  # fmt: skip
         # Every generator module a regenerate imports: the candidates for shaping output.

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from generator import cli, reviewing
-from tests._sD_helpers import built_once
 from tests.conftest import GIT, commit_all, copy_project, git
+from tests.shared_builds import worker_copy
 
 ACME = '''"""A test backend whose BackendConfig name is not a plain identifier."""
 
@@ -75,7 +75,7 @@ def line_of(path, text: str) -> int:
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     """The repository under review, built once per run (two regenerates, two commits); this worker's copy."""
-    return built_once(tmp_path_factory, "sD-review-repo", build_repo)
+    return worker_copy(tmp_path_factory, "review-repo", build_repo)
 
 
 def build_repo(project):

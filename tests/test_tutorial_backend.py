@@ -29,10 +29,10 @@ from torch.ao.quantization.backend_config import (
 
 from generator import cli
 from generator.compare import compare_backend_configs
-from tests._sB_shared import built_once
 from tests.builders import discover
 from tests.conftest import ROOT, commit_all, copy_project
 from tests.custom_backends import checks
+from tests.shared_builds import built_once
 
 FIXTURE = ROOT / "tests" / "custom_backends" / "tutorial"
 
