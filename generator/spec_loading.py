@@ -104,7 +104,7 @@ def _import_spec(root: Path, stem: str):
     except GeneratorError:
         raise
     except SyntaxError as error:
-        location = SourceLocation(_relative(root, error.filename), error.lineno or 1)
+        location = SourceLocation(user_code.shown(error.filename, root), error.lineno or 1)
         hint = " (save the file as UTF-8)" if "codec can't decode" in error.msg else ""
         raise SpecSyntaxError(f"invalid Python: {error.msg}{hint}", location) from None
     except Exception as error:
@@ -121,7 +121,7 @@ def _innermost_spec_frame(root: Path, error: BaseException) -> tuple[SourceLocat
     while tb is not None:
         code = tb.tb_frame.f_code
         if code.co_filename.startswith(spec_dir):
-            location = SourceLocation(_relative(root, code.co_filename), tb.tb_lineno or 1)
+            location = SourceLocation(user_code.shown(code.co_filename, root), tb.tb_lineno or 1)
             names = set(tb.tb_frame.f_globals) | set(tb.tb_frame.f_locals) | set(dir(builtins))
         tb = tb.tb_next
     return location, names
@@ -133,13 +133,6 @@ def _name_hint(error: Exception, names: set[str]) -> str:
         close = difflib.get_close_matches(error.name, sorted(names), n=1)
         return f" (did you mean {close[0]!r}?)" if close else ""
     return ""
-
-
-def _relative(root: Path, filename: str | None) -> str:
-    try:
-        return str(Path(filename).resolve().relative_to(root))
-    except (TypeError, ValueError):
-        return str(filename)
 
 
 def _forget_spec_package() -> None:

@@ -100,20 +100,21 @@ def user_line(error: BaseException, root: Path | None) -> SourceLocation | None:
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
         if not filename.startswith((_GENERATOR_DIR, "<")):
-            found = SourceLocation(_shown(filename, root), tb.tb_lineno or 1)
+            found = SourceLocation(shown(filename, root), tb.tb_lineno or 1)
             if inside is not None and filename.startswith(inside):
                 local = found
         tb = tb.tb_next
     return local or found
 
 
-def _shown(filename: str, root: Path | None) -> str:
-    if root is not None and os.path.isabs(filename):
+def shown(filename: str | None, root: Path | None) -> str:
+    """A file as errors name it: relative to the project root when inside it, else as given."""
+    if root is not None and isinstance(filename, str) and os.path.isabs(filename):
         try:
             return str(Path(filename).resolve().relative_to(root.resolve()))
         except ValueError:
             pass
-    return filename
+    return str(filename)
 
 
 @contextlib.contextmanager
