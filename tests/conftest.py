@@ -1,7 +1,5 @@
 """Shared fixtures. torch needs its backend_config.utils imported before builders run."""
 
-import fcntl
-import os
 import shutil
 import subprocess
 import sys
@@ -14,6 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests import shared_builds  # noqa: E402  -- ROOT is on sys.path now
 
 GIT = shutil.which("git") or "git"
 
@@ -33,7 +32,15 @@ def commit_all(project: Path, message: str = "base") -> Path:
     return project
 
 
-SESSION_CACHE: list[Path] = []  # filled once per session by warm_caches
+# pytest imports this file as `conftest`, the test modules as `tests.conftest`: two modules, so
+# what the session shares is kept in the one module tests.shared_builds.
+
+
+def copy_inputs(destination: Path) -> Path:
+    """A copy of what regenerate reads and writes, without any cache."""
+    for folder in ("spec", "templates", "generated", "docs"):
+        shutil.copytree(ROOT / folder, destination / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return destination
 
 
 def copy_project(destination: Path) -> Path:
@@ -44,36 +51,39 @@ def copy_project(destination: Path) -> Path:
     and its format cache, so that black formats only what a test changes (a
     cache entry can only make a run faster, never different: tests/test_formatting.py).
     """
-    for folder in ("spec", "templates", "generated", "docs"):
-        shutil.copytree(ROOT / folder, destination / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    for cache_file in SESSION_CACHE:
+    copy_inputs(destination)
+    for cache_file in session_caches():
         (destination / ".cache" / "generator").mkdir(parents=True, exist_ok=True)
         shutil.copy(cache_file, destination / ".cache" / "generator" / cache_file.name)
     return destination
 
 
-@pytest.fixture(scope="session", autouse=True)
-def warm_caches(tmp_path_factory):
-    """Validate and format the committed spec once per test run, in this process where torch is imported anyway.
-
-    The pytest-xdist workers share one copy: the first to get the lock builds it,
-    the others wait and take it.
-    """
+def warm(project: Path) -> None:
+    """Validate and format the committed spec, in this process where torch is imported anyway."""
     from generator import pipeline, planning
 
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent  # the folder all the workers' temporary folders are in
-    with open(shared / "warm-caches.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        project = shared / "warm-caches"
-        if not (project / "complete").exists():
-            shutil.rmtree(project, ignore_errors=True)
-            copy_project(project)
-            pipeline.build(project, pipeline.load(project, validate=True), planning.plan(project))
-            (project / "complete").touch()
-    for kind in ("torch-names", "format"):  # not the lint cache: tests see a first run's lint
-        SESSION_CACHE.extend(sorted((project / ".cache" / "generator").glob(f"{kind}-*.json")))
+    copy_inputs(project)
+    pipeline.build(project, pipeline.load(project, validate=True), planning.plan(project))
+
+
+def session_caches() -> list[Path]:
+    """The caches of the committed spec, built once per test run by the first worker to copy a project.
+
+    Built on first use rather than at the start of the run: a worker that starts with
+    tests that copy no project (the FX flows) does not wait for the other one to build it.
+    """
+    if not shared_builds.SESSION_CACHE:
+        project = shared_builds.built_once(shared_builds.SESSION_FACTORY[0], "warm-caches", warm)
+        for kind in ("torch-names", "format"):  # not the lint cache: tests see a first run's lint
+            shared_builds.SESSION_CACHE.extend(sorted((project / ".cache" / "generator").glob(f"{kind}-*.json")))
+        assert shared_builds.SESSION_CACHE, "the warm build wrote no cache"
+    return shared_builds.SESSION_CACHE
+
+
+@pytest.fixture(scope="session", autouse=True)
+def remember_the_session_s_temporary_folders(tmp_path_factory):
+    """copy_project builds the session's caches in the run's shared temporary folder (tests/shared_builds.py)."""
+    shared_builds.SESSION_FACTORY.append(tmp_path_factory)
 
 
 @pytest.fixture

@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+SESSION_FACTORY: list[pytest.TempPathFactory] = []  # the run's, set by tests/conftest.py
+SESSION_CACHE: list[Path] = []  # the caches of the committed spec (tests/conftest.py session_caches)
+
 
 def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
     """The folder `build` makes (it does not exist before), built by the first process of the run to ask."""

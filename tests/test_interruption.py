@@ -12,6 +12,7 @@ spec/_common.py (new input digests in the manifest). Two ways of killing:
 """
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -46,14 +47,15 @@ def contents(project: Path) -> dict[Path, bytes]:
 
 @pytest.fixture(scope="module")
 def versions(tmp_path_factory):
-    """(old, new): the bytes of every output before and after the change, by path relative to the project."""
+    """(old, new, project): the bytes of every output before and after the change, by path relative to
+    the project, and the project regenerated after the change (its format cache holds the new pieces)."""
     project = copy_project(tmp_path_factory.mktemp("versions"))
     old = {p.relative_to(project): b for p, b in contents(project).items()}
     change_every_output(project)
     assert cli.main(["--root", str(project), "regenerate"]) == 0
     new = {p.relative_to(project): b for p, b in contents(project).items()}
     assert all(old[p] != new[p] for p in old), "every output must change"
-    return old, new
+    return old, new, project
 
 
 def verify_whole_and_fresh_exactly_when_new(project: Path, old: dict, new: dict, targets=None) -> set[str]:
@@ -148,9 +150,11 @@ def restore(project: Path, old: dict) -> None:
 
 
 def test_killed_at_every_step_of_writing(versions, tmp_path):
-    old, new = versions
+    old, new, regenerated = versions
     project = copy_project(tmp_path / "project")
     change_every_output(project)
+    # What is written is under test here, not black: the pieces black formatted for `versions` are reused.
+    shutil.copytree(pipeline.cache_folder(regenerated), pipeline.cache_folder(project), dirs_exist_ok=True)
     targets = planning.plan(project)
     texts = pipeline.build(project, pipeline.load(project, validate=True), targets)
     killed, mixed = 0, 0
@@ -187,9 +191,9 @@ def assert_no_process_left(project: Path) -> None:
 
 def test_real_regenerate_killed_mid_write_then_check_tells_the_truth(versions, tmp_path, capsys):
     """A real run stops at the test-only pause point after writing half the files, and is killed there."""
-    old, new = versions
+    old, new, _ = versions
     project = copy_project(tmp_path / "project")
-    change_every_output(project)
+    change_every_output(project)  # no format cache of the change: the run's formatting workers are started
     halfway = len(old) // 2
     env = dict(os.environ, PYTHONPATH=str(ROOT), **{writing.PAUSE_AFTER_WRITES: str(halfway)})
     command = [sys.executable, "-m", "generator", "--root", str(project), "regenerate"]
