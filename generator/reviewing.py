@@ -87,15 +87,16 @@ def _builder_ref(module: ModuleSpec, backend: Backend) -> BuilderRef:
     return BuilderRef(backend.label, module.name, backend.builder, backend.reference, declarations, location)
 
 
-def against_torch(root: Path, refs: list[BuilderRef]) -> Iterator[BackendDiff]:
+def against_torch(root: Path, refs: list[BuilderRef], modules: list[ModuleSpec] | None = None) -> Iterator[BackendDiff]:
     """One BackendDiff per builder that has a reference: the reference (old) against the generated one (new).
 
     Declared patterns are left out of the drift and reported apart, each with its
-    reason; a declaration that does not happen counts as drift.
+    reason; a declaration that does not happen counts as drift. `modules` is the
+    spec under `root` when the caller has loaded it already (it is not run twice).
     """
+    locations = spec_locations(root, modules)
     from generator import divergence
 
-    locations = spec_locations(root)
     for ref in refs:
         if ref.reference is None:
             continue
@@ -551,8 +552,8 @@ def _as_committed(root: Path, target: planning.Target, recorded: manifest.Manife
     return tuple(sorted(inputs.items()))
 
 
-def spec_locations(root: Path) -> dict[str, dict[str, str]]:
-    """{backend label: {pattern as the diff names it: spec line}}, from the spec under `root`.
+def spec_locations(root: Path, loaded: list[ModuleSpec] | None = None) -> dict[str, dict[str, str]]:
+    """{backend label: {pattern as the diff names it: spec line}}, from the spec under `root` (`loaded`, if given).
 
     A single op's line is where the op is named (in an op list shared by many
     backends, the list entry); a fused pattern's is its config() call.
@@ -560,11 +561,19 @@ def spec_locations(root: Path) -> dict[str, dict[str, str]]:
     A spec the current generator cannot load (an old revision's) gives none: the
     diff then names patterns without their spec lines.
     """
-    from generator import pipeline
+    from generator import naming
+    from generator.expansion import check_dtype_config_declarations, expand_module
     from generator.source_spelling import python_source
 
     try:
-        modules = pipeline.load(root, validate=False)
+        if loaded is None:
+            from generator import pipeline
+
+            modules = pipeline.load(root, validate=False)
+        else:  # what pipeline.load does after loading (without importing Jinja2 and black)
+            modules = [expand_module(m) for m in loaded]
+            check_dtype_config_declarations(modules)
+            naming.check_module_names(root, modules)
     except GeneratorError:
         return {}
     return {
