@@ -6,6 +6,13 @@ it fast holds, and that a shortcut never changes an answer.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
 import traceback
 import types
 
@@ -16,7 +23,9 @@ from torch.ao.quantization.backend_config import get_fbgemm_backend_config
 from torch.ao.quantization.backend_config.x86 import get_x86_backend_config
 from torch.ao.quantization.fuser_method_mappings import _sequential_wrapper2
 
-from generator import cli, compare, reviewing
+from generator import cli, compare, forked, reviewing
+from generator.errors import UnknownTorchNameError
+from generator.model import SourceLocation
 from tests.conftest import ROOT
 
 
@@ -97,3 +106,179 @@ def test_diff_against_torch_runs_the_spec_once(project, capsys) -> None:
     out, err = capsys.readouterr()
     assert out.startswith("no differences in ")
     assert err.count("spec/x86.py ran") == 1
+
+
+# ---------------------------------------------------------------------------
+# A torch name never seen before is looked up in a child process (generator.forked)
+# ---------------------------------------------------------------------------
+
+TORCH_IN_PARENT = "torch imported by the generator's own process: "
+# The CLI in a fresh interpreter, saying at exit whether its own process imported torch
+# (a forked child ends with os._exit: no atexit of its own).
+RUN_AND_TELL = (
+    "import atexit, runpy, sys\n"
+    f"atexit.register(lambda: print({TORCH_IN_PARENT!r} + str('torch' in sys.modules), file=sys.stderr))\n"
+    "sys.argv = ['generator', *sys.argv[1:]]\n"
+    "runpy.run_module('generator', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def fresh_interpreter(project, *args: str):
+    """`python -m generator --root PROJECT ARGS` in a new process: torch not imported yet."""
+    command = [sys.executable, "-c", RUN_AND_TELL, "--root", str(project), *args]
+    return subprocess.run(command, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
+
+
+def outputs(project) -> dict[str, bytes]:
+    files = [*(project / "generated").iterdir(), *(project / "docs").iterdir()]
+    return {str(p.relative_to(project)): p.read_bytes() for p in files if p.is_file()}
+
+
+def names_cache(project) -> dict:
+    (cache,) = (project / ".cache" / "generator").glob("torch-names-*.json")
+    return json.loads(cache.read_text())
+
+
+def with_silu(project):
+    common = project / "spec" / "_common.py"
+    common.write_text(common.read_text().replace("    nn.ELU, nn.LeakyReLU,", "    nn.ELU, nn.SiLU, nn.LeakyReLU,", 1))
+    return project
+
+
+def twin(project, tmp_path):
+    """A second copy of the project fixture's copy (the session's caches included)."""
+    return shutil.copytree(project, tmp_path / "twin")
+
+
+def test_a_new_torch_name_is_looked_up_beside_the_build_with_the_same_result(project, tmp_path, capsys) -> None:
+    forked, here = with_silu(project), with_silu(twin(project, tmp_path))
+    assert "torch.nn.SiLU" not in names_cache(forked)
+    run = fresh_interpreter(forked, "regenerate")
+    assert run.returncode == 0, run.stderr
+    # The parent never imported torch, yet the new name was looked up: by the child.
+    assert run.stderr.splitlines()[-1] == TORCH_IN_PARENT + "False"
+    assert names_cache(forked)["torch.nn.SiLU"]["kinds"] == ["module", "class", "callable"]
+    assert cli.main(["--root", str(here), "regenerate"]) == 0  # torch imported: looked up in this process
+    capsys.readouterr()
+    assert outputs(forked) == outputs(here)
+    assert names_cache(forked) == names_cache(here)
+
+
+MINE = '''"""Two faults: which one is reported is the question."""
+
+from generator.dsl import Backend, DTypeConfig, Module, config, nn, torch
+
+wrong_kind = DTypeConfig(input_dtype=nn.Conv2d, output_dtype=torch.quint8)
+right = DTypeConfig(input_dtype=torch.quint8, output_dtype=torch.quint8)
+
+MODULE = Module(
+    doc="Two faults.",
+    backends=[
+        Backend(
+            name="mine",
+            builder="get_mine_backend_config",
+            doc="Two faults.",
+            configs=[
+                config(nn.Hardswish, [wrong_kind]),
+                config(PATTERN, [right]),
+            ],
+        )
+    ],
+)
+'''
+KIND_ERROR = (
+    "error: spec/mine.py:5: input_dtype must be a torch dtype such as torch.quint8, not nn.Conv2d (an nn.Module class)"
+)
+MISSING = "error: spec/mine.py:17: unknown torch name torch.nn.SiLUU: torch.nn has no 'SiLUU' (did you mean SiLU?)"
+
+
+@pytest.mark.parametrize(
+    "pattern, expected",
+    [
+        ("nn.SiLU", KIND_ERROR),  # a new name that exists: the names' kinds are checked in the spec's order
+        ("nn.SiLUU", MISSING),
+        ('"veiw"', KIND_ERROR),  # a method name is looked up last
+    ],
+    ids=["new name, wrong kind", "missing name", "missing method name"],
+)
+def test_the_first_error_is_the_same_from_the_child_as_from_this_process(
+    project, tmp_path, capsys, pattern, expected
+) -> None:
+    errors = []
+    (project / "spec" / "mine.py").write_text(MINE.replace("PATTERN", pattern))
+    for name, copy in (("forked", project), ("here", twin(project, tmp_path))):
+        before = outputs(copy)
+        if name == "forked":
+            run = fresh_interpreter(copy, "regenerate")
+            code, err = run.returncode, run.stderr.splitlines()
+            assert err.pop() == TORCH_IN_PARENT + "False"
+        else:
+            code, err = cli.main(["--root", str(copy), "regenerate"]), capsys.readouterr().err.splitlines()
+        assert code == 2
+        errors.append(err)
+        assert outputs(copy) == before
+    assert errors[0] == errors[1] == [expected]
+
+
+# ---------------------------------------------------------------------------
+# generator.forked: the outcome is the one a call in this process gives
+# ---------------------------------------------------------------------------
+
+
+def _pid() -> int:
+    return os.getpid()
+
+
+def _located_error(line: int):
+    raise UnknownTorchNameError("unknown torch name torch.nn.Nope", SourceLocation("spec/x.py", line))
+
+
+def _bug_in_a_child_only(parent: int) -> str:
+    if os.getpid() != parent:
+        raise ValueError("a bug")
+    return "made here"
+
+
+def _unpicklable_in_a_child(parent: int):
+    return (lambda: None) if os.getpid() != parent else "made here"
+
+
+def _prints(text: str) -> str:
+    print(text)
+    return text
+
+
+def test_a_forked_call_runs_in_a_child_and_returns_its_value() -> None:
+    with forked.Forked(_pid) as call:
+        assert call.result() not in (None, os.getpid())
+
+
+def test_a_generator_error_in_the_child_is_raised_here_with_its_location() -> None:
+    with forked.Forked(_located_error, 7) as call, pytest.raises(UnknownTorchNameError) as raised:
+        call.result()
+    assert str(raised.value) == "spec/x.py:7: unknown torch name torch.nn.Nope"
+
+
+@pytest.mark.parametrize("function", [_bug_in_a_child_only, _unpicklable_in_a_child])
+def test_anything_else_in_the_child_makes_the_call_here(function) -> None:
+    with forked.Forked(function, os.getpid()) as call:
+        assert call.result() == "made here"
+
+
+def _pid_after_a_while_in_a_child(parent: int) -> int:
+    if os.getpid() != parent:
+        time.sleep(30)
+    return os.getpid()
+
+
+def test_a_killed_child_makes_the_call_here() -> None:
+    with forked.Forked(_pid_after_a_while_in_a_child, os.getpid()) as call:
+        os.kill(call.pid, signal.SIGKILL)
+        assert call.result() == os.getpid()
+
+
+def test_what_the_child_prints_goes_to_standard_error(capfd) -> None:
+    with forked.Forked(_prints, "said by the child") as call:
+        assert call.result() == "said by the child"
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "said by the child\n")
