@@ -13,14 +13,16 @@ process, as it did before. With `fork=False`, or without os.fork (Windows), the
 call is made here too.
 
 The child ignores Ctrl-C (the parent reports it, then ends the child on leaving
-the `with`), writes nothing to standard output (what user code prints goes to
-standard error), and ends with its parent: a parent killed outright leaves no
-child importing torch for nobody.
+the `with`) and ends with its parent: a parent killed outright leaves no child
+importing torch for nobody. What Python code prints in the child (user code run
+there) comes out on the parent's standard error when the result is taken, never
+on standard output.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import pickle
 import signal
@@ -64,7 +66,10 @@ class Forked:
         outcome = self._receive()
         if outcome is None:
             return self.function(*self.args)
-        kind, value = outcome
+        kind, value, printed = outcome
+        if printed:
+            sys.stderr.write(printed)
+            sys.stderr.flush()
         if kind == "raised":
             raise value
         return value
@@ -107,18 +112,18 @@ def _run_child(write: int, function: Callable, args: tuple) -> None:
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         _exit_with_parent(os.getppid())
-        sys.stdout = sys.stderr  # standard output carries only the parent's output
+        # What Python code prints is sent with the outcome, and the parent writes it to its standard
+        # error: the child's streams may be the parent's in-memory ones (a test's), written to no file.
+        printed = sys.stdout = sys.stderr = io.StringIO()
         try:
             outcome = ("returned", function(*args))
         except GeneratorError as error:
             outcome = ("raised", error)
-        data = memoryview(pickle.dumps(outcome))
+        data = memoryview(pickle.dumps((*outcome, printed.getvalue())))
         while data:
             data = data[os.write(write, data) :]
         code = 0
     finally:
-        with contextlib.suppress(Exception):
-            sys.stderr.flush()
         _exit(code)
 
 

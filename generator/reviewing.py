@@ -29,13 +29,12 @@ import io
 import subprocess
 import tarfile
 import tempfile
-import threading
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator import digests, manifest, planning, user_code
+from generator import digests, forked, manifest, planning, user_code
 from generator.errors import (
     GeneratedModuleError,
     GeneratorError,
@@ -296,21 +295,24 @@ def against_revision(old: Side, new: Side, wanted: list[str]) -> Iterator:
 
     A generated module whose source is the same on both sides builds the same
     backends, so they are the same without being built: a diff of an unchanged
-    tree imports no torch. Where something must be built, torch is imported in
-    the background while the sides' spec lines are found.
+    tree imports no torch. Where something must be built, each side's spec lines
+    are found in a child process (generator.forked: running a side's spec takes
+    as long as importing torch) while this one imports torch and builds both sides.
     """
     sources = (_sources(old), _sources(new))
     unchanged = _unchanged_backends(*sources)
     skipped = {module for _, module in unchanged.values()}
     differing = set(sources[0]) | set(sources[1]) != skipped
-    old_locations, new_locations = {}, {}
-    if differing:  # the spec lines are found while torch imports
-        importing_torch = _import_torch_in_background()
-        old_locations, new_locations = _side_locations(old), _side_locations(new)
-    before, after = side_backends(old, sources[0], skipped), side_backends(new, sources[1], skipped)
-    if unchanged.keys() & (before.keys() | after.keys()):  # a label built elsewhere too: build everything
-        unchanged, skipped = {}, set()
-        before, after = side_backends(old, sources[0], skipped), side_backends(new, sources[1], skipped)
+    with _locations_of(old, differing) as finding_old, _locations_of(new, differing) as finding_new:
+        try:
+            before, after = side_backends(old, sources[0], skipped), side_backends(new, sources[1], skipped)
+            if unchanged.keys() & (before.keys() | after.keys()):  # a label built elsewhere too: build everything
+                unchanged, skipped = {}, set()
+                before, after = side_backends(old, sources[0], skipped), side_backends(new, sources[1], skipped)
+        except Exception:  # the spec lines' errors come first, as when they were found first
+            finding_old.result(), finding_new.result()
+            raise
+        old_locations, new_locations = finding_old.result(), finding_new.result()
     known = [(b.label, {b.label, b.name, b.module}) for b in [*before.values(), *after.values()]]
     known += [(label, {label, name, module}) for label, (name, module) in unchanged.items()]
     chosen = _choose(wanted, known)
@@ -324,8 +326,6 @@ def against_revision(old: Side, new: Side, wanted: list[str]) -> Iterator:
         names = {**(a.names if a else {}), **(b.names if b else {})}
         where = (old_locations.get(label, {}), new_locations.get(label, {}))
         yield backend_diff(label, a.config if a else None, b.config if b else None, names, where)
-    if differing:
-        importing_torch.join()
 
 
 def _sources(side: Side) -> dict[str, str]:
@@ -400,18 +400,9 @@ def _built_name(function: ast.FunctionDef | None) -> str | None:
     return node.args[0].value if isinstance(node.args[0].value, str) else None
 
 
-def _import_torch_in_background() -> threading.Thread:
-    """Start importing torch (what building a config needs) while this thread goes on."""
-
-    def load() -> None:
-        try:
-            import torch.ao.quantization.backend_config.utils  # noqa: F401
-        except Exception:  # noqa: S110 - the builders' own import reports it, where it is handled
-            pass
-
-    thread = threading.Thread(target=load, daemon=True)
-    thread.start()
-    return thread
+def _locations_of(side: Side, wanted: bool) -> forked.Forked:
+    """The side's spec lines (`_side_locations`), found in a child process; none when not `wanted`."""
+    return forked.Forked(_side_locations, side) if wanted else forked.Forked(dict, fork=False)
 
 
 def side_backends(side: Side, sources: dict[str, str], skipped: set[str]) -> dict[str, SideBackend]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,7 +27,7 @@ from torch.ao.quantization.fuser_method_mappings import _sequential_wrapper2
 from generator import cli, compare, forked, reviewing
 from generator.errors import UnknownTorchNameError
 from generator.model import SourceLocation
-from tests.conftest import ROOT
+from tests.conftest import ROOT, commit_all
 
 
 @pytest.fixture
@@ -282,3 +283,26 @@ def test_what_the_child_prints_goes_to_standard_error(capfd) -> None:
         assert call.result() == "said by the child"
     out, err = capfd.readouterr()
     assert (out, err) == ("", "said by the child\n")
+
+
+# ---------------------------------------------------------------------------
+# diff between revisions: each side's spec lines are found in a child while torch imports
+# ---------------------------------------------------------------------------
+
+SAYS_WHERE = "\nimport os\nimport sys\n\nprint('spec/x86.py ran in', os.getpid(), file=sys.stderr)\n"
+LAYOUT_END = "            ),\n        )\n    ],\n)\n"
+
+
+def test_diff_finds_each_side_s_spec_lines_in_a_child_process(project, capsys) -> None:
+    x86 = project / "spec" / "x86.py"
+    x86.write_text("from generator.dsl import config, nn\n" + x86.read_text() + SAYS_WHERE)
+    assert cli.main(["--root", str(project), "regenerate"]) == 0
+    commit_all(project)
+    x86.write_text(x86.read_text().replace(LAYOUT_END, LAYOUT_END.replace("),", ") + [config(nn.SiLU, default)],"), 1))
+    assert cli.main(["--root", str(project), "regenerate"]) == 0
+    capsys.readouterr()
+    assert cli.main(["--root", str(project), "diff"]) == 1
+    out, err = capsys.readouterr()
+    assert re.fullmatch(r"x86: \+ pattern nn\.SiLU  \(spec/x86\.py:\d+\)\n", out), out  # the spec line came back
+    pids = [int(line.split()[-1]) for line in err.splitlines() if line.startswith("spec/x86.py ran in")]
+    assert len(pids) == len(set(pids)) == 2 and os.getpid() not in pids  # HEAD's spec and the working tree's
