@@ -1037,6 +1037,8 @@ def _dtype_config_list_changes(
         return name if name in shared else _dtype_config_key(dtype_config)
 
     old_keys, new_keys = [key(dc) for dc in old], [key(dc) for dc in new]
+    if old_keys == new_keys:  # what the matcher would find, without it: nothing but equal runs
+        return
     matcher = difflib.SequenceMatcher(None, old_keys, new_keys, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":

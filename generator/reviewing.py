@@ -26,12 +26,16 @@ import ast
 import dataclasses
 import hashlib
 import io
+import marshal
+import os
 import subprocess
+import sys
 import tarfile
 import tempfile
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 
 from generator import digests, forked, manifest, planning, user_code
@@ -86,14 +90,47 @@ def _builder_ref(module: ModuleSpec, backend: Backend) -> BuilderRef:
     return BuilderRef(backend.label, module.name, backend.builder, backend.reference, declarations, location)
 
 
-def against_torch(root: Path, refs: list[BuilderRef], modules: list[ModuleSpec] | None = None) -> Iterator[BackendDiff]:
+def load_builders(root: Path, wanted: list[str]) -> tuple[list[BuilderRef], dict[str, dict[str, str]]]:
+    """The spec's `builders` and `spec_locations`, for `against_torch`.
+
+    The spec runs in a child process (generator.forked) while this one imports
+    torch, which comparing the builders needs: both take a while. Not when
+    generated/ is stale, or in doubt: the diff then only says so, without torch;
+    nor when torch is imported already: the spec then runs here.
+    """
+    with forked.Forked(_builders_and_locations, root, wanted, fork="torch" not in sys.modules) as loading:
+        try:
+            fresh = not stale_files(Side(root, None))
+        except GeneratorError:  # said in its turn, after the spec's own errors
+            fresh = False
+        if fresh:
+            _import_torch()
+        return loading.result()
+
+
+def _builders_and_locations(root: Path, wanted: list[str]):
+    from generator import spec_loading
+
+    modules = spec_loading.load_modules(root)
+    return builders(modules, wanted), spec_locations(root, modules)
+
+
+def _import_torch() -> None:
+    try:
+        import torch.ao.quantization.backend_config.utils  # noqa: F401
+    except Exception:  # noqa: S110 - the builders' own import reports it, where it is handled
+        pass
+
+
+def against_torch(root: Path, refs: list[BuilderRef], locations: dict | None = None) -> Iterator[BackendDiff]:
     """One BackendDiff per builder that has a reference: the reference (old) against the generated one (new).
 
     Declared patterns are left out of the drift and reported apart, each with its
-    reason; a declaration that does not happen counts as drift. `modules` is the
-    spec under `root` when the caller has loaded it already (it is not run twice).
+    reason; a declaration that does not happen counts as drift. `locations` are the
+    spec's lines when the caller has them (`load_builders`): the spec is not run again.
     """
-    locations = spec_locations(root, modules)
+    if locations is None:
+        locations = spec_locations(root)
     from generator import divergence
 
     for ref in refs:
@@ -616,17 +653,53 @@ def _import_generated(root: Path, name: str) -> types.ModuleType:
     if not path.exists():
         raise NothingToCompareError(f"nothing to compare: generated/{name}.py does not exist")
     try:
-        return _module_from_source(f"generated.{name}", path.read_text(encoding="utf-8"), str(path))
+        code = _compiled(path.read_text(encoding="utf-8"), str(path), code_cache(root, name))
+        return _module_from_code(f"generated.{name}", str(path), code)
     except Exception as error:
         raise GeneratedModuleError(f"generated/{name}.py fails to import: {type(error).__name__}: {error}") from None
 
 
 def _module_from_source(name: str, source: str, filename: str) -> types.ModuleType:
     """Run a generated module's source as a fresh module (not cached in sys.modules)."""
+    return _module_from_code(name, filename, compile(source, filename, "exec"))
+
+
+def _module_from_code(name: str, filename: str, code: types.CodeType) -> types.ModuleType:
     module = types.ModuleType(name)
     module.__file__ = filename
-    exec(compile(source, filename, "exec"), vars(module))  # noqa: S102 - our own generated code
+    exec(code, vars(module))  # noqa: S102 - our own generated code
     return module
+
+
+def _compiled(source: str, filename: str, cache: Path) -> types.CodeType:
+    """The module's code; kept in `cache` with a digest of the text, the file name and the Python that
+    compiled it, and a checksum: compiling every generated module takes a tenth of a second, and the
+    same ones are compared run after run. An entry of another text, another Python, or corrupt is
+    compiled again, so the cache can make a diff faster, never different."""
+    key = hashlib.sha256(f"{sys.version}\0{MAGIC_NUMBER.hex()}\0{filename}\0{source}".encode()).digest()
+    try:
+        stored = cache.read_bytes()
+        if stored[:32] == key and hashlib.sha256(stored[:32] + stored[64:]).digest() == stored[32:64]:
+            code = marshal.loads(stored[64:])
+            if isinstance(code, types.CodeType):
+                return code
+    except (OSError, ValueError, EOFError, TypeError):
+        pass  # missing or unreadable: compiled again
+    code = compile(source, filename, "exec")
+    data = marshal.dumps(code)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        temporary = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+        temporary.write_bytes(key + hashlib.sha256(key + data).digest() + data)
+        os.replace(temporary, cache)
+    except OSError:
+        pass  # a read-only checkout only loses the speed-up
+    return code
+
+
+def code_cache(root: Path, module: str) -> Path:
+    """Where generated/MODULE.py is kept compiled for diff --against-torch (see `_compiled`)."""
+    return root / ".cache" / "generator" / f"code-generated_{module}.bin"
 
 
 def _dtype_names(module: types.ModuleType) -> dict[int, str]:

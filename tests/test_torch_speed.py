@@ -7,6 +7,7 @@ it fast holds, and that a shortcut never changes an answer.
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import re
 import shutil
@@ -306,3 +307,64 @@ def test_diff_finds_each_side_s_spec_lines_in_a_child_process(project, capsys) -
     assert re.fullmatch(r"x86: \+ pattern nn\.SiLU  \(spec/x86\.py:\d+\)\n", out), out  # the spec line came back
     pids = [int(line.split()[-1]) for line in err.splitlines() if line.startswith("spec/x86.py ran in")]
     assert len(pids) == len(set(pids)) == 2 and os.getpid() not in pids  # HEAD's spec and the working tree's
+
+
+# ---------------------------------------------------------------------------
+# diff --against-torch: the spec runs in a child while torch imports
+# ---------------------------------------------------------------------------
+
+
+def fresh_process(project, *args: str) -> tuple[int, int, str, str]:
+    """(pid, exit code, stdout, stderr) of `python -m generator --root PROJECT ARGS` in a new interpreter."""
+    command = [sys.executable, "-c", RUN_AND_TELL, "--root", str(project), *args]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = process.communicate()
+    return process.pid, process.returncode, out, err
+
+
+def test_diff_against_torch_runs_the_spec_in_a_child_while_torch_imports(project, capsys) -> None:
+    x86 = project / "spec" / "x86.py"
+    x86.write_text(x86.read_text() + SAYS_WHERE)
+    assert cli.main(["--root", str(project), "regenerate"]) == 0
+    capsys.readouterr()
+    pid, code, out, err = fresh_process(project, "diff", "--against-torch")
+    assert (code, out) == (0, "no differences in 9 backends (torch -> generated)\n"), err
+    pids = [int(line.split()[-1]) for line in err.splitlines() if line.startswith("spec/x86.py ran in")]
+    assert len(pids) == 1 and pids[0] != pid
+
+
+def test_diff_against_torch_reports_a_spec_error_from_the_child_as_from_this_process(project, capsys) -> None:
+    x86 = project / "spec" / "x86.py"
+    x86.write_text(x86.read_text() + "\nraise ValueError('broken on purpose')\n")
+    _, code, out, err = fresh_process(project, "diff", "--against-torch")
+    assert (code, out) == (2, "")
+    assert err.splitlines()[:-1] == [line for line in [_in_process(capsys, project)] if line]
+    assert err.splitlines()[-1] == TORCH_IN_PARENT + "False"  # the edit made generated/ stale: torch not needed
+
+
+def _in_process(capsys, project) -> str:
+    assert cli.main(["--root", str(project), "diff", "--against-torch"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    return err.rstrip("\n")
+
+
+def test_a_generated_module_is_compiled_once_per_text_and_never_served_stale(tmp_path, monkeypatch) -> None:
+    compiled = []
+    monkeypatch.setattr(reviewing, "compile", lambda *args: compiled.append(args) or compile(*args), raising=False)
+    cache = tmp_path / ".cache" / "generator" / "code-generated_m.bin"
+
+    def value(source: str) -> int:
+        code = reviewing._compiled(source, "generated/m.py", cache)
+        return reviewing._module_from_code("m", "generated/m.py", code).VALUE
+
+    assert [value("VALUE = 1\n"), value("VALUE = 1\n")] == [1, 1]
+    assert len(compiled) == 1  # the second run read the cache
+    assert value("VALUE = 2\n") == 2  # the same length, another text
+    assert len(compiled) == 2
+    data, two, three = cache.read_bytes(), marshal.dumps(2), marshal.dumps(3)
+    assert data.count(two[1:]) == 1
+    cache.write_bytes(data.replace(two[1:], three[1:]))  # a corrupt entry that still loads: VALUE = 3
+    assert value("VALUE = 2\n") == 2
+    assert len(compiled) == 3
