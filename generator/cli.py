@@ -427,10 +427,8 @@ def cmd_diff(args, console: Console) -> int:
 
     root = args.root
     if args.against_torch:
-        from generator import spec_loading
-
         # The stale notice comes first, but its title names the reference, which the spec says.
-        refs = reviewing.builders(spec_loading.load_modules(root), args.backends)
+        refs, locations = reviewing.load_builders(root, args.backends)
         old, new = reviewing.reference_title(refs), "generated"
         if _stale_notice(reviewing.Side(root, None), args.format, old, new, console):
             return DIFFERENT
@@ -439,7 +437,7 @@ def cmd_diff(args, console: Console) -> int:
             shown.step(f"building {len(compared)} backend(s) and their reference builders")
             advance = shown.counter("compared", len(compared))
             results = []
-            for result in reviewing.against_torch(root, refs):
+            for result in reviewing.against_torch(root, refs, locations):
                 advance(result.backend)
                 results.append(result)
         uncompared = reviewing.unreferenced(refs)

@@ -379,26 +379,55 @@ def callables_match(
         return True, "equivalent code"
     if not (callable(ours) and callable(theirs)):
         return False, "not callable"
-    key = (field, id(ours), id(theirs), _pattern_key(config))
+    if len(_BEHAVIOUR_VERDICTS) >= _MAX_BEHAVIOUR_VERDICTS:
+        _BEHAVIOUR_VERDICTS.clear()
+        _REPRESENTATIVES.clear()
+    ours_seen, theirs_seen = _representative(ours), _representative(theirs)
+    # The trials build their arguments from the pattern in the form the config gives it.
+    complex_format = config._pattern_complex_format is not None
+    key = (field, id(ours_seen), id(theirs_seen), _pattern_key(config), complex_format)
     if key not in _BEHAVIOUR_VERDICTS:
-        if len(_BEHAVIOUR_VERDICTS) >= _MAX_BEHAVIOUR_VERDICTS:
-            _BEHAVIOUR_VERDICTS.clear()
         if field == "fuser_method":
             difference = _fuser_behaviour_difference(ours, theirs, config)
         else:
             difference = _getter_behaviour_difference(ours, theirs, config)
         # The callables are kept with the verdict so that their ids stay theirs.
-        _BEHAVIOUR_VERDICTS[key] = (ours, theirs, difference)
+        _BEHAVIOUR_VERDICTS[key] = (ours_seen, theirs_seen, difference)
     difference = _BEHAVIOUR_VERDICTS[key][2]
     return (True, "same behaviour") if difference is None else (False, difference)
 
 
-# Behavioural trials cost milliseconds, and comparing many configs (mutation
-# tests compare each pattern dozens of times) repeats the same pairs; the
-# callables are functions of their arguments, so one verdict per pair and
-# pattern stands.
+# Behavioural trials cost milliseconds, and comparing many configs repeats the
+# same pairs: mutation tests compare each pattern dozens of times, and each
+# backend of a diff builds its own copies of the same fuser methods (a module's
+# functions, torch's fresh closures). A callable is a function of its arguments,
+# so one verdict per pair and pattern stands, and a callable equivalent to one
+# seen before (same code, defaults, closure contents and globals, as
+# equivalent_functions decides) stands for it.
 _BEHAVIOUR_VERDICTS: dict[tuple, tuple[Callable, Callable, str | None]] = {}
 _MAX_BEHAVIOUR_VERDICTS = 4096
+# The first callable seen of each kind of equivalent ones, by bytecode.
+_REPRESENTATIVES: dict[object, list[Callable]] = {}
+
+
+def _representative(func: Callable) -> Callable:
+    """The first callable seen that is equivalent to `func` (`func` itself when none is)."""
+    code = _bytecode(func)
+    if code is None:
+        return func
+    seen = _REPRESENTATIVES.setdefault(code, [])
+    for candidate in seen:
+        if candidate is func or _equivalent_functions(candidate, func, depth=0):
+            return candidate
+    seen.append(func)
+    return func
+
+
+def _bytecode(func: Any) -> bytes | None:
+    """What two equivalent callables share: the bytecode of the function (a partial's function)."""
+    if type(func) is functools.partial:
+        func = func.func
+    return func.__code__.co_code if isinstance(func, types.FunctionType) else None
 
 
 _SEMANTIC_CODE_FLAGS = (
@@ -673,7 +702,9 @@ def _fuser_pattern(config: BackendPatternConfig) -> tuple | None:
 def _fuser_arguments(pattern: tuple, trial: _Trial) -> tuple | str:
     """Freshly seeded arguments, or the reason they cannot be built."""
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
+        # The CPU generator alone, as torch.manual_seed seeds it: manual_seed also queues a
+        # seeding of every accelerator, with a captured stack each time (milliseconds a call).
+        torch.default_generator.manual_seed(0)
         try:
             return _fuser_argument(pattern, trial, "arg", itertools.count())
         except Exception as error:
@@ -1006,6 +1037,8 @@ def _dtype_config_list_changes(
         return name if name in shared else _dtype_config_key(dtype_config)
 
     old_keys, new_keys = [key(dc) for dc in old], [key(dc) for dc in new]
+    if old_keys == new_keys:  # what the matcher would find, without it: nothing but equal runs
+        return
     matcher = difflib.SequenceMatcher(None, old_keys, new_keys, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":

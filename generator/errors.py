@@ -21,6 +21,11 @@ class GeneratorError(Exception):
         self.message = message
         self.location = location
 
+    def __reduce__(self):
+        # Pickled whole, location included (an error sent by a forked child, generator.forked):
+        # Exception's own pickling keeps the message alone.
+        return type(self), (self.message, self.location)
+
     def __str__(self) -> str:
         if self.location is None:
             return self.message

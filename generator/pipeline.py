@@ -35,28 +35,25 @@ def load_and_build(
 ) -> tuple[list[ExpandedModule], dict[str, str]]:
     """Load the spec, validating its torch names, and build the given targets (`built` hears of each).
 
-    Validation may import torch (seconds, for a name never seen before), so it runs
-    once whatever is new has been handed to the formatting workers, which are forked
-    before it: black and torch's import overlap. Its errors still come first: a wrong
-    torch name is reported rather than anything it caused in expansion or rendering.
+    Validation may import torch (seconds, for a name never seen before): it starts
+    in a child process as soon as the spec is loaded, and expansion, rendering and
+    black go on meanwhile; names already known are checked while black runs. Its
+    errors still come first: a wrong torch name is reported rather than anything
+    it caused in expansion or rendering, and before anything is written.
     """
     with Formatter(jobs, cache_folder(root)) as formatter:
         specs = spec_loading.load_modules(root)
-        validated = []
-
-        def validate() -> None:
-            if not validated:
-                validated.append(True)
-                resolution.validate(specs, root)
-
-        try:
-            modules = [expand_module(m) for m in specs]
-            check_dtype_config_declarations(modules)
-            naming.check_module_names(root, modules)
-            return modules, build(root, modules, targets, formatter, built, while_formatting=validate)
-        except Exception:
-            validate()
-            raise
+        with resolution.Validation(specs, root) as validation:
+            try:
+                modules = [expand_module(m) for m in specs]
+                check_dtype_config_declarations(modules)
+                naming.check_module_names(root, modules)
+                texts = build(root, modules, targets, formatter, built, while_formatting=validation.check_known)
+            except Exception:
+                validation.finish()
+                raise
+            validation.finish()
+            return modules, texts
 
 
 def build(

@@ -22,8 +22,15 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from generator import method_names, user_code, writing
-from generator.errors import SpecFieldError, TemplateRenderError, TorchKindError, UnknownTorchNameError, WriteError
+from generator import digests, forked, method_names, user_code, writing
+from generator.errors import (
+    GeneratorError,
+    SpecFieldError,
+    TemplateRenderError,
+    TorchKindError,
+    UnknownTorchNameError,
+    WriteError,
+)
 from generator.model import (
     Call,
     DTypeConfig,
@@ -57,25 +64,92 @@ FACTS_VERSION = 2
 
 
 def validate(modules: list[ModuleSpec], root: Path) -> None:
-    uses = list(_uses(modules))
-    cache_file = root / ".cache" / "generator" / f"torch-names-{_torch_version()}-v{FACTS_VERSION}.json"
-    facts = _read_cache(cache_file)
-    unknown = {ref.path: ref for ref, _, _ in uses if ref.path not in facts}
+    """Check every torch name the spec uses; raise the first error. May import torch (seconds, for a new name)."""
+    with Validation(modules, root, overlap=False) as validation:
+        validation.finish()
+
+
+class Validation:
+    """The check of the spec's torch names, started as soon as the spec is loaded; `finish()` completes it.
+
+    Names known from the cache are checked without torch. When one is new, a
+    child process (generator.forked) starts importing torch at once to look the
+    new names up, while the caller expands, renders and formats; `finish()`
+    waits for it, then raises the first error in the order a check made in one
+    go gives: a name that does not exist, then a name of the wrong kind (in the
+    spec's order), then a method name that does not exist. Without `overlap`, or
+    where torch is imported already (a lookup then takes milliseconds), the names
+    are looked up here, on `finish()`. Use it as a context manager: leaving it
+    ends the child.
+    """
+
+    def __init__(self, modules: list[ModuleSpec], root: Path, overlap: bool = True):
+        self.root = root
+        self.uses = list(_uses(modules))
+        self.cache_file = root / ".cache" / "generator" / f"torch-names-{_torch_version()}-v{FACTS_VERSION}.json"
+        self.facts = _read_cache(self.cache_file)
+        self.unknown = {ref.path: ref for ref, _, _ in self.uses if ref.path not in self.facts}
+        methods = method_names.uses(modules)
+        self.unknown_methods = {n: where for n, where in methods.items() if method_names.fact_key(n) not in self.facts}
+        self.lookup = None
+        if self.unknown or self.unknown_methods:
+            fork = overlap and "torch" not in sys.modules
+            self.lookup = forked.Forked(_new_facts, self.unknown, self.unknown_methods, root, fork=fork)
+        self.finished = False
+
+    def check_known(self) -> None:
+        """Finish now if no name is new (no torch to wait for); otherwise leave it to `finish()`."""
+        if self.lookup is None:
+            self.finish()
+
+    def finish(self) -> None:
+        """Raise the first error, as validate does; once done, a second call does nothing."""
+        if self.finished:
+            return
+        self.finished = True
+        ref_facts, ref_error, method_facts, method_error = self.lookup.result() if self.lookup else ({}, None, {}, None)
+        if ref_error is not None:
+            raise ref_error
+        self.facts.update(ref_facts)
+        for ref, role, what in self.uses:
+            _check(ref, role, what, self.facts[ref.path])
+        if method_error is not None:
+            raise method_error
+        self.facts.update(method_facts)
+        if self.lookup is not None:
+            try:
+                writing.write_if_changed(self.cache_file, json.dumps(self.facts, indent=0, sort_keys=True))
+            except WriteError:
+                pass  # a read-only checkout only loses the speed-up
+
+    def __enter__(self) -> Validation:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.lookup is not None:
+            self.lookup.close()
+
+
+def _new_facts(unknown: dict[str, TorchRef], unknown_methods: dict, root: Path):
+    """(facts, error) of the new names, then (facts, error) of the new method names (imports torch).
+
+    The errors are returned, not raised, so that the caller raises them in its
+    order; method names are not looked up once a name is missing.
+    """
+    ref_facts, method_facts, method_error = {}, {}, None
     if unknown:
-        # A reference builder or an importable() name may be the user's own module, run on import.
-        with project_on_path(root), user_code.running(UnknownTorchNameError, "importing the spec's names", root):
-            facts.update(_facts_from_torch(unknown))
-    for ref, role, what in uses:
-        _check(ref, role, what, facts[ref.path])
-    methods = method_names.uses(modules)
-    unknown_methods = {name: where for name, where in methods.items() if method_names.fact_key(name) not in facts}
-    if unknown_methods:
-        facts.update(method_names.facts_from_torch(unknown_methods, root))
-    if unknown or unknown_methods:
         try:
-            writing.write_if_changed(cache_file, json.dumps(facts, indent=0, sort_keys=True))
-        except WriteError:
-            pass  # a read-only checkout only loses the speed-up
+            # A reference builder or an importable() name may be the user's own module, run on import.
+            with project_on_path(root), user_code.running(UnknownTorchNameError, "importing the spec's names", root):
+                ref_facts = _facts_from_torch(unknown)
+        except GeneratorError as error:
+            return {}, error, {}, None
+    if unknown_methods:
+        try:
+            method_facts = method_names.facts_from_torch(unknown_methods, root)
+        except GeneratorError as error:
+            method_error = error
+    return ref_facts, None, method_facts, method_error
 
 
 def _check(ref: TorchRef, role: str, what: str, fact: dict) -> None:
@@ -101,35 +175,59 @@ def spelling(ref: TorchRef) -> str:
 
 
 def _uses(modules):
-    """(reference, role, field) for every torch name the spec uses."""
+    """(reference, role, field) for every torch name the spec uses.
+
+    A dtype config object shared by many patterns (the usual case) is gone
+    through once: its names, checked again, would pass or fail again alike.
+    """
+    seen: set[int] = set()  # ids of the dtype configs gone through; the modules keep them alive
     for module in modules:
         for backend in module.backends:
             if backend.reference:
                 where = backend.reference_location or backend.location
                 yield TorchRef(backend.reference, where), "callable", "reference"
             for config in backend.configs:
-                yield from _config_uses(config)
+                yield from _config_uses(config, seen)
             for removal in backend.removals:
                 yield from ((ref, "pattern", "a removed pattern element") for ref in _refs(removal.pattern))
         for dtype_config in module.extra_dtype_configs:
             yield from _dtype_config_uses(dtype_config, "dtype")
 
 
-def _config_uses(config: PatternConfig):
-    for field in ("pattern", "pattern_complex_format"):
-        yield from ((ref, "pattern", f"a {field} element") for ref in _refs(getattr(config, field)))
+_PATTERN_FIELDS = (("pattern", "a pattern element"), ("pattern_complex_format", "a pattern_complex_format element"))
+_MODULE_FIELDS = ("root_module", "qat_module", "reference_quantized_module", "fused_module")
+_CALLABLE_FIELDS = ("fuser_method", "root_node_getter", "extra_inputs_getter")
+
+
+def _config_uses(config: PatternConfig, seen: set[int]) -> list:
+    # A list built in place: thousands of configs, most of their fields None.
+    uses: list = []
+    for field, what in _PATTERN_FIELDS:
+        _collect(getattr(config, field), "pattern", what, uses)
     for dtype_config in config.dtype_configs:
-        yield from _dtype_config_uses(dtype_config, "dtype")
-    for field in ("root_module", "qat_module", "reference_quantized_module", "fused_module"):
-        yield from ((ref, "module", field) for ref in _refs(getattr(config, field)))
-    for field in ("fuser_method", "root_node_getter", "extra_inputs_getter"):
+        if id(dtype_config) not in seen:
+            seen.add(id(dtype_config))
+            uses.extend(_dtype_config_uses(dtype_config, "dtype"))
+    for field in _MODULE_FIELDS:
+        _collect(getattr(config, field), "module", field, uses)
+    for field in _CALLABLE_FIELDS:
         value = getattr(config, field)
         if isinstance(value, FunctionDef):
-            yield from ((ref, "any", value.name) for _, param in value.params for ref in _refs(param))
+            uses.extend((ref, "any", value.name) for _, param in value.params for ref in _refs(param))
         elif isinstance(value, Call):
-            yield from _call_uses(value, field)
+            uses.extend(_call_uses(value, field))
         else:
-            yield from ((ref, "callable", field) for ref in _refs(value))
+            _collect(value, "callable", field, uses)
+    return uses
+
+
+def _collect(value, role: str, what: str, uses: list) -> None:
+    """Append (reference, role, what) for each torch name in `value` (a name or a nested tuple of them)."""
+    if isinstance(value, TorchRef):
+        uses.append((value, role, what))
+    elif isinstance(value, tuple):
+        for item in value:
+            _collect(item, role, what, uses)
 
 
 def _call_uses(call: Call, field: str):
@@ -173,7 +271,7 @@ def _refs(value):
 
 def _torch_version() -> str:
     try:
-        return metadata.version("torch")
+        return digests.installed_version("torch")  # from the dist-info folder's name: no metadata scan
     except metadata.PackageNotFoundError:
         raise UnknownTorchNameError("torch is not installed; install the project first") from None
 

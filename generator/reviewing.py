@@ -26,16 +26,19 @@ import ast
 import dataclasses
 import hashlib
 import io
+import marshal
+import os
 import subprocess
+import sys
 import tarfile
 import tempfile
-import threading
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 
-from generator import digests, manifest, planning, user_code
+from generator import digests, forked, manifest, planning, user_code
 from generator.errors import (
     GeneratedModuleError,
     GeneratorError,
@@ -87,15 +90,49 @@ def _builder_ref(module: ModuleSpec, backend: Backend) -> BuilderRef:
     return BuilderRef(backend.label, module.name, backend.builder, backend.reference, declarations, location)
 
 
-def against_torch(root: Path, refs: list[BuilderRef]) -> Iterator[BackendDiff]:
+def load_builders(root: Path, wanted: list[str]) -> tuple[list[BuilderRef], dict[str, dict[str, str]]]:
+    """The spec's `builders` and `spec_locations`, for `against_torch`.
+
+    The spec runs in a child process (generator.forked) while this one imports
+    torch, which comparing the builders needs: both take a while. Not when
+    generated/ is stale, or in doubt: the diff then only says so, without torch;
+    nor when torch is imported already: the spec then runs here.
+    """
+    with forked.Forked(_builders_and_locations, root, wanted, fork="torch" not in sys.modules) as loading:
+        try:
+            fresh = not stale_files(Side(root, None))
+        except GeneratorError:  # said in its turn, after the spec's own errors
+            fresh = False
+        if fresh:
+            _import_torch()
+        return loading.result()
+
+
+def _builders_and_locations(root: Path, wanted: list[str]):
+    from generator import spec_loading
+
+    modules = spec_loading.load_modules(root)
+    return builders(modules, wanted), spec_locations(root, modules)
+
+
+def _import_torch() -> None:
+    try:
+        import torch.ao.quantization.backend_config.utils  # noqa: F401
+    except Exception:  # noqa: S110 - the builders' own import reports it, where it is handled
+        pass
+
+
+def against_torch(root: Path, refs: list[BuilderRef], locations: dict | None = None) -> Iterator[BackendDiff]:
     """One BackendDiff per builder that has a reference: the reference (old) against the generated one (new).
 
     Declared patterns are left out of the drift and reported apart, each with its
-    reason; a declaration that does not happen counts as drift.
+    reason; a declaration that does not happen counts as drift. `locations` are the
+    spec's lines when the caller has them (`load_builders`): the spec is not run again.
     """
+    if locations is None:
+        locations = spec_locations(root)
     from generator import divergence
 
-    locations = spec_locations(root)
     for ref in refs:
         if ref.reference is None:
             continue
@@ -295,21 +332,24 @@ def against_revision(old: Side, new: Side, wanted: list[str]) -> Iterator:
 
     A generated module whose source is the same on both sides builds the same
     backends, so they are the same without being built: a diff of an unchanged
-    tree imports no torch. Where something must be built, torch is imported in
-    the background while the sides' spec lines are found.
+    tree imports no torch. Where something must be built, each side's spec lines
+    are found in a child process (generator.forked: running a side's spec takes
+    as long as importing torch) while this one imports torch and builds both sides.
     """
     sources = (_sources(old), _sources(new))
     unchanged = _unchanged_backends(*sources)
     skipped = {module for _, module in unchanged.values()}
     differing = set(sources[0]) | set(sources[1]) != skipped
-    old_locations, new_locations = {}, {}
-    if differing:  # the spec lines are found while torch imports
-        importing_torch = _import_torch_in_background()
-        old_locations, new_locations = _side_locations(old), _side_locations(new)
-    before, after = side_backends(old, sources[0], skipped), side_backends(new, sources[1], skipped)
-    if unchanged.keys() & (before.keys() | after.keys()):  # a label built elsewhere too: build everything
-        unchanged, skipped = {}, set()
-        before, after = side_backends(old, sources[0], skipped), side_backends(new, sources[1], skipped)
+    with _locations_of(old, differing) as finding_old, _locations_of(new, differing) as finding_new:
+        try:
+            before, after = side_backends(old, sources[0], skipped), side_backends(new, sources[1], skipped)
+            if unchanged.keys() & (before.keys() | after.keys()):  # a label built elsewhere too: build everything
+                unchanged, skipped = {}, set()
+                before, after = side_backends(old, sources[0], skipped), side_backends(new, sources[1], skipped)
+        except Exception:  # the spec lines' errors come first, as when they were found first
+            finding_old.result(), finding_new.result()
+            raise
+        old_locations, new_locations = finding_old.result(), finding_new.result()
     known = [(b.label, {b.label, b.name, b.module}) for b in [*before.values(), *after.values()]]
     known += [(label, {label, name, module}) for label, (name, module) in unchanged.items()]
     chosen = _choose(wanted, known)
@@ -323,8 +363,6 @@ def against_revision(old: Side, new: Side, wanted: list[str]) -> Iterator:
         names = {**(a.names if a else {}), **(b.names if b else {})}
         where = (old_locations.get(label, {}), new_locations.get(label, {}))
         yield backend_diff(label, a.config if a else None, b.config if b else None, names, where)
-    if differing:
-        importing_torch.join()
 
 
 def _sources(side: Side) -> dict[str, str]:
@@ -399,18 +437,9 @@ def _built_name(function: ast.FunctionDef | None) -> str | None:
     return node.args[0].value if isinstance(node.args[0].value, str) else None
 
 
-def _import_torch_in_background() -> threading.Thread:
-    """Start importing torch (what building a config needs) while this thread goes on."""
-
-    def load() -> None:
-        try:
-            import torch.ao.quantization.backend_config.utils  # noqa: F401
-        except Exception:  # noqa: S110 - the builders' own import reports it, where it is handled
-            pass
-
-    thread = threading.Thread(target=load, daemon=True)
-    thread.start()
-    return thread
+def _locations_of(side: Side, wanted: bool) -> forked.Forked:
+    """The side's spec lines (`_side_locations`), found in a child process; none when not `wanted`."""
+    return forked.Forked(_side_locations, side) if wanted else forked.Forked(dict, fork=False)
 
 
 def side_backends(side: Side, sources: dict[str, str], skipped: set[str]) -> dict[str, SideBackend]:
@@ -551,8 +580,8 @@ def _as_committed(root: Path, target: planning.Target, recorded: manifest.Manife
     return tuple(sorted(inputs.items()))
 
 
-def spec_locations(root: Path) -> dict[str, dict[str, str]]:
-    """{backend label: {pattern as the diff names it: spec line}}, from the spec under `root`.
+def spec_locations(root: Path, loaded: list[ModuleSpec] | None = None) -> dict[str, dict[str, str]]:
+    """{backend label: {pattern as the diff names it: spec line}}, from the spec under `root` (`loaded`, if given).
 
     A single op's line is where the op is named (in an op list shared by many
     backends, the list entry); a fused pattern's is its config() call.
@@ -560,11 +589,19 @@ def spec_locations(root: Path) -> dict[str, dict[str, str]]:
     A spec the current generator cannot load (an old revision's) gives none: the
     diff then names patterns without their spec lines.
     """
-    from generator import pipeline
+    from generator import naming
+    from generator.expansion import check_dtype_config_declarations, expand_module
     from generator.source_spelling import python_source
 
     try:
-        modules = pipeline.load(root, validate=False)
+        if loaded is None:
+            from generator import pipeline
+
+            modules = pipeline.load(root, validate=False)
+        else:  # what pipeline.load does after loading (without importing Jinja2 and black)
+            modules = [expand_module(m) for m in loaded]
+            check_dtype_config_declarations(modules)
+            naming.check_module_names(root, modules)
     except GeneratorError:
         return {}
     return {
@@ -616,17 +653,53 @@ def _import_generated(root: Path, name: str) -> types.ModuleType:
     if not path.exists():
         raise NothingToCompareError(f"nothing to compare: generated/{name}.py does not exist")
     try:
-        return _module_from_source(f"generated.{name}", path.read_text(encoding="utf-8"), str(path))
+        code = _compiled(path.read_text(encoding="utf-8"), str(path), code_cache(root, name))
+        return _module_from_code(f"generated.{name}", str(path), code)
     except Exception as error:
         raise GeneratedModuleError(f"generated/{name}.py fails to import: {type(error).__name__}: {error}") from None
 
 
 def _module_from_source(name: str, source: str, filename: str) -> types.ModuleType:
     """Run a generated module's source as a fresh module (not cached in sys.modules)."""
+    return _module_from_code(name, filename, compile(source, filename, "exec"))
+
+
+def _module_from_code(name: str, filename: str, code: types.CodeType) -> types.ModuleType:
     module = types.ModuleType(name)
     module.__file__ = filename
-    exec(compile(source, filename, "exec"), vars(module))  # noqa: S102 - our own generated code
+    exec(code, vars(module))  # noqa: S102 - our own generated code
     return module
+
+
+def _compiled(source: str, filename: str, cache: Path) -> types.CodeType:
+    """The module's code; kept in `cache` with a digest of the text, the file name and the Python that
+    compiled it, and a checksum: compiling every generated module takes a tenth of a second, and the
+    same ones are compared run after run. An entry of another text, another Python, or corrupt is
+    compiled again, so the cache can make a diff faster, never different."""
+    key = hashlib.sha256(f"{sys.version}\0{MAGIC_NUMBER.hex()}\0{filename}\0{source}".encode()).digest()
+    try:
+        stored = cache.read_bytes()
+        if stored[:32] == key and hashlib.sha256(stored[:32] + stored[64:]).digest() == stored[32:64]:
+            code = marshal.loads(stored[64:])
+            if isinstance(code, types.CodeType):
+                return code
+    except (OSError, ValueError, EOFError, TypeError):
+        pass  # missing or unreadable: compiled again
+    code = compile(source, filename, "exec")
+    data = marshal.dumps(code)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        temporary = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+        temporary.write_bytes(key + hashlib.sha256(key + data).digest() + data)
+        os.replace(temporary, cache)
+    except OSError:
+        pass  # a read-only checkout only loses the speed-up
+    return code
+
+
+def code_cache(root: Path, module: str) -> Path:
+    """Where generated/MODULE.py is kept compiled for diff --against-torch (see `_compiled`)."""
+    return root / ".cache" / "generator" / f"code-generated_{module}.bin"
 
 
 def _dtype_names(module: types.ModuleType) -> dict[int, str]:

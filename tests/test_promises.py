@@ -84,7 +84,7 @@ def test_check_full_finds_content_the_generator_would_not_make(project, capsys, 
 # accepts or rejects a spec, the static check that refuses a broken module before it is
 # written, and the runner of user code, which only sends its prints to stderr and turns
 # what it raises into an error.
-CANNOT_SHAPE_OUTPUT = {"errors", "resolution", "method_names", "naming", "output_check", "user_code"}
+CANNOT_SHAPE_OUTPUT = {"errors", "resolution", "forked", "method_names", "naming", "output_check", "user_code"}
 # The support matrix's own stage shapes the matrix only.
 MATRIX_ONLY = {"matrix"}
 

@@ -1,0 +1,370 @@
+"""What keeps the torch side fast, with the same results: the comparator's shared verdicts, one spec load per diff.
+
+Speed itself is measured in benchmarks/speed.py; these tests prove that what makes
+it fast holds, and that a shortcut never changes an answer.
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import traceback
+import types
+
+import pytest
+import torch
+import torch.ao.nn.intrinsic as nni
+from torch.ao.quantization.backend_config import get_fbgemm_backend_config
+from torch.ao.quantization.backend_config.x86 import get_x86_backend_config
+from torch.ao.quantization.fuser_method_mappings import _sequential_wrapper2
+
+from generator import cli, compare, forked, reviewing
+from generator.errors import UnknownTorchNameError
+from generator.model import SourceLocation
+from tests.conftest import ROOT, commit_all
+
+
+@pytest.fixture
+def counted_trials(monkeypatch) -> list:
+    """Every behavioural trial of fuser methods the comparator runs, from an empty verdict cache."""
+    monkeypatch.setattr(compare, "_BEHAVIOUR_VERDICTS", {})
+    monkeypatch.setattr(compare, "_REPRESENTATIVES", {})
+    trials = []
+    real = compare._fuser_behaviour_difference
+
+    def counted(ours, theirs, config):
+        trials.append((ours, theirs))
+        return real(ours, theirs, config)
+
+    monkeypatch.setattr(compare, "_fuser_behaviour_difference", counted)
+    return trials
+
+
+def _generated_x86():
+    """A fresh run of generated/x86.py: its fuser methods are new function objects each time."""
+    path = ROOT / "generated" / "x86.py"
+    return reviewing._module_from_source("generated_x86_copy", path.read_text(), str(path))
+
+
+def test_equivalent_copies_of_fuser_methods_share_one_verdict(counted_trials) -> None:
+    # Each backend of a diff has its own module's functions and torch's fresh closures.
+    first = compare.compare_backend_configs("x86", _generated_x86().get_x86_backend_config(), get_x86_backend_config())
+    tried = len(counted_trials)
+    assert tried > 0  # the generated module's own fuser methods are compared by behaviour
+    second = compare.compare_backend_configs("x86", _generated_x86().get_x86_backend_config(), get_x86_backend_config())
+    assert len(counted_trials) == tried
+    assert first == second == []
+
+
+def _fuse_conv_relu(is_qat, conv, relu):
+    return nni.ConvReLU1d(conv, relu)
+
+
+def _with_globals(function, **names):
+    return types.FunctionType(function.__code__, {**function.__globals__, **names}, function.__name__)
+
+
+@pytest.mark.parametrize("right_first", [True, False])
+def test_same_bytecode_with_other_globals_gets_its_own_verdict(counted_trials, right_first) -> None:
+    config = next(c for c in get_fbgemm_backend_config().configs if c.pattern == (torch.nn.Conv1d, torch.nn.ReLU))
+    theirs = _sequential_wrapper2(nni.ConvReLU1d)
+    right = _with_globals(_fuse_conv_relu)
+    wrong = _with_globals(_fuse_conv_relu, nni=types.SimpleNamespace(ConvReLU1d=nni.ConvReLU2d))
+    order = [right, wrong] if right_first else [wrong, right]
+    verdicts = {id(f): compare.callables_match("fuser_method", f, theirs, config) for f in order}
+    assert verdicts[id(right)] == (True, "same behaviour")
+    assert verdicts[id(wrong)][0] is False
+    assert len(counted_trials) == 2
+
+
+def test_trials_seed_only_the_cpu_generator(monkeypatch) -> None:
+    # torch.manual_seed also queues a seeding of each accelerator not yet initialised,
+    # capturing the stack each time: milliseconds a trial, most of a diff --against-torch.
+    config = next(c for c in get_fbgemm_backend_config().configs if c.pattern == (torch.nn.Conv1d, torch.nn.ReLU))
+    stacks = []
+    monkeypatch.setattr(traceback, "format_stack", lambda *args: stacks.append(args) or [])
+    state = torch.get_rng_state()
+    assert compare._fuser_behaviour_difference(_fuse_conv_relu, _sequential_wrapper2(nni.ConvReLU1d), config) is None
+    assert stacks == []
+    assert torch.equal(torch.get_rng_state(), state)  # the caller's random state is left as it was
+
+
+SAYS_LOADED = '\nimport sys\n\nprint("spec/x86.py ran", file=sys.stderr)\n'
+
+
+def test_diff_against_torch_runs_the_spec_once(project, capsys) -> None:
+    x86 = project / "spec" / "x86.py"
+    x86.write_text(x86.read_text() + SAYS_LOADED)
+    assert cli.main(["--root", str(project), "regenerate"]) == 0
+    capsys.readouterr()
+    assert cli.main(["--root", str(project), "diff", "--against-torch"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("no differences in ")
+    assert err.count("spec/x86.py ran") == 1
+
+
+# ---------------------------------------------------------------------------
+# A torch name never seen before is looked up in a child process (generator.forked)
+# ---------------------------------------------------------------------------
+
+TORCH_IN_PARENT = "torch imported by the generator's own process: "
+# The CLI in a fresh interpreter, saying at exit whether its own process imported torch
+# (a forked child ends with os._exit: no atexit of its own).
+RUN_AND_TELL = (
+    "import atexit, runpy, sys\n"
+    f"atexit.register(lambda: print({TORCH_IN_PARENT!r} + str('torch' in sys.modules), file=sys.stderr))\n"
+    "sys.argv = ['generator', *sys.argv[1:]]\n"
+    "runpy.run_module('generator', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def fresh_interpreter(project, *args: str):
+    """`python -m generator --root PROJECT ARGS` in a new process: torch not imported yet."""
+    command = [sys.executable, "-c", RUN_AND_TELL, "--root", str(project), *args]
+    return subprocess.run(command, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
+
+
+def outputs(project) -> dict[str, bytes]:
+    files = [*(project / "generated").iterdir(), *(project / "docs").iterdir()]
+    return {str(p.relative_to(project)): p.read_bytes() for p in files if p.is_file()}
+
+
+def names_cache(project) -> dict:
+    (cache,) = (project / ".cache" / "generator").glob("torch-names-*.json")
+    return json.loads(cache.read_text())
+
+
+def with_silu(project):
+    common = project / "spec" / "_common.py"
+    common.write_text(common.read_text().replace("    nn.ELU, nn.LeakyReLU,", "    nn.ELU, nn.SiLU, nn.LeakyReLU,", 1))
+    return project
+
+
+def twin(project, tmp_path):
+    """A second copy of the project fixture's copy (the session's caches included)."""
+    return shutil.copytree(project, tmp_path / "twin")
+
+
+def test_a_new_torch_name_is_looked_up_beside_the_build_with_the_same_result(project, tmp_path, capsys) -> None:
+    forked, here = with_silu(project), with_silu(twin(project, tmp_path))
+    assert "torch.nn.SiLU" not in names_cache(forked)
+    run = fresh_interpreter(forked, "regenerate")
+    assert run.returncode == 0, run.stderr
+    # The parent never imported torch, yet the new name was looked up: by the child.
+    assert run.stderr.splitlines()[-1] == TORCH_IN_PARENT + "False"
+    assert names_cache(forked)["torch.nn.SiLU"]["kinds"] == ["module", "class", "callable"]
+    assert cli.main(["--root", str(here), "regenerate"]) == 0  # torch imported: looked up in this process
+    capsys.readouterr()
+    assert outputs(forked) == outputs(here)
+    assert names_cache(forked) == names_cache(here)
+
+
+MINE = '''"""Two faults: which one is reported is the question."""
+
+from generator.dsl import Backend, DTypeConfig, Module, config, nn, torch
+
+wrong_kind = DTypeConfig(input_dtype=nn.Conv2d, output_dtype=torch.quint8)
+right = DTypeConfig(input_dtype=torch.quint8, output_dtype=torch.quint8)
+
+MODULE = Module(
+    doc="Two faults.",
+    backends=[
+        Backend(
+            name="mine",
+            builder="get_mine_backend_config",
+            doc="Two faults.",
+            configs=[
+                config(nn.Hardswish, [wrong_kind]),
+                config(PATTERN, [right]),
+            ],
+        )
+    ],
+)
+'''
+KIND_ERROR = (
+    "error: spec/mine.py:5: input_dtype must be a torch dtype such as torch.quint8, not nn.Conv2d (an nn.Module class)"
+)
+MISSING = "error: spec/mine.py:17: unknown torch name torch.nn.SiLUU: torch.nn has no 'SiLUU' (did you mean SiLU?)"
+
+
+@pytest.mark.parametrize(
+    "pattern, expected",
+    [
+        ("nn.SiLU", KIND_ERROR),  # a new name that exists: the names' kinds are checked in the spec's order
+        ("nn.SiLUU", MISSING),
+        ('"veiw"', KIND_ERROR),  # a method name is looked up last
+    ],
+    ids=["new name, wrong kind", "missing name", "missing method name"],
+)
+def test_the_first_error_is_the_same_from_the_child_as_from_this_process(
+    project, tmp_path, capsys, pattern, expected
+) -> None:
+    errors = []
+    (project / "spec" / "mine.py").write_text(MINE.replace("PATTERN", pattern))
+    for name, copy in (("forked", project), ("here", twin(project, tmp_path))):
+        before = outputs(copy)
+        if name == "forked":
+            run = fresh_interpreter(copy, "regenerate")
+            code, err = run.returncode, run.stderr.splitlines()
+            assert err.pop() == TORCH_IN_PARENT + "False"
+        else:
+            code, err = cli.main(["--root", str(copy), "regenerate"]), capsys.readouterr().err.splitlines()
+        assert code == 2
+        errors.append(err)
+        assert outputs(copy) == before
+    assert errors[0] == errors[1] == [expected]
+
+
+# ---------------------------------------------------------------------------
+# generator.forked: the outcome is the one a call in this process gives
+# ---------------------------------------------------------------------------
+
+
+def _pid() -> int:
+    return os.getpid()
+
+
+def _located_error(line: int):
+    raise UnknownTorchNameError("unknown torch name torch.nn.Nope", SourceLocation("spec/x.py", line))
+
+
+def _bug_in_a_child_only(parent: int) -> str:
+    if os.getpid() != parent:
+        raise ValueError("a bug")
+    return "made here"
+
+
+def _unpicklable_in_a_child(parent: int):
+    return (lambda: None) if os.getpid() != parent else "made here"
+
+
+def _prints(text: str) -> str:
+    print(text)
+    return text
+
+
+def test_a_forked_call_runs_in_a_child_and_returns_its_value() -> None:
+    with forked.Forked(_pid) as call:
+        assert call.result() not in (None, os.getpid())
+
+
+def test_a_generator_error_in_the_child_is_raised_here_with_its_location() -> None:
+    with forked.Forked(_located_error, 7) as call, pytest.raises(UnknownTorchNameError) as raised:
+        call.result()
+    assert str(raised.value) == "spec/x.py:7: unknown torch name torch.nn.Nope"
+
+
+@pytest.mark.parametrize("function", [_bug_in_a_child_only, _unpicklable_in_a_child])
+def test_anything_else_in_the_child_makes_the_call_here(function) -> None:
+    with forked.Forked(function, os.getpid()) as call:
+        assert call.result() == "made here"
+
+
+def _pid_after_a_while_in_a_child(parent: int) -> int:
+    if os.getpid() != parent:
+        time.sleep(30)
+    return os.getpid()
+
+
+def test_a_killed_child_makes_the_call_here() -> None:
+    with forked.Forked(_pid_after_a_while_in_a_child, os.getpid()) as call:
+        os.kill(call.pid, signal.SIGKILL)
+        assert call.result() == os.getpid()
+
+
+def test_what_the_child_prints_goes_to_standard_error(capfd) -> None:
+    with forked.Forked(_prints, "said by the child") as call:
+        assert call.result() == "said by the child"
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "said by the child\n")
+
+
+# ---------------------------------------------------------------------------
+# diff between revisions: each side's spec lines are found in a child while torch imports
+# ---------------------------------------------------------------------------
+
+SAYS_WHERE = "\nimport os\nimport sys\n\nprint('spec/x86.py ran in', os.getpid(), file=sys.stderr)\n"
+LAYOUT_END = "            ),\n        )\n    ],\n)\n"
+
+
+def test_diff_finds_each_side_s_spec_lines_in_a_child_process(project, capsys) -> None:
+    x86 = project / "spec" / "x86.py"
+    x86.write_text("from generator.dsl import config, nn\n" + x86.read_text() + SAYS_WHERE)
+    assert cli.main(["--root", str(project), "regenerate"]) == 0
+    commit_all(project)
+    x86.write_text(x86.read_text().replace(LAYOUT_END, LAYOUT_END.replace("),", ") + [config(nn.SiLU, default)],"), 1))
+    assert cli.main(["--root", str(project), "regenerate"]) == 0
+    capsys.readouterr()
+    assert cli.main(["--root", str(project), "diff"]) == 1
+    out, err = capsys.readouterr()
+    assert re.fullmatch(r"x86: \+ pattern nn\.SiLU  \(spec/x86\.py:\d+\)\n", out), out  # the spec line came back
+    pids = [int(line.split()[-1]) for line in err.splitlines() if line.startswith("spec/x86.py ran in")]
+    assert len(pids) == len(set(pids)) == 2 and os.getpid() not in pids  # HEAD's spec and the working tree's
+
+
+# ---------------------------------------------------------------------------
+# diff --against-torch: the spec runs in a child while torch imports
+# ---------------------------------------------------------------------------
+
+
+def fresh_process(project, *args: str) -> tuple[int, int, str, str]:
+    """(pid, exit code, stdout, stderr) of `python -m generator --root PROJECT ARGS` in a new interpreter."""
+    command = [sys.executable, "-c", RUN_AND_TELL, "--root", str(project), *args]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = process.communicate()
+    return process.pid, process.returncode, out, err
+
+
+def test_diff_against_torch_runs_the_spec_in_a_child_while_torch_imports(project, capsys) -> None:
+    x86 = project / "spec" / "x86.py"
+    x86.write_text(x86.read_text() + SAYS_WHERE)
+    assert cli.main(["--root", str(project), "regenerate"]) == 0
+    capsys.readouterr()
+    pid, code, out, err = fresh_process(project, "diff", "--against-torch")
+    assert (code, out) == (0, "no differences in 9 backends (torch -> generated)\n"), err
+    pids = [int(line.split()[-1]) for line in err.splitlines() if line.startswith("spec/x86.py ran in")]
+    assert len(pids) == 1 and pids[0] != pid
+
+
+def test_diff_against_torch_reports_a_spec_error_from_the_child_as_from_this_process(project, capsys) -> None:
+    x86 = project / "spec" / "x86.py"
+    x86.write_text(x86.read_text() + "\nraise ValueError('broken on purpose')\n")
+    _, code, out, err = fresh_process(project, "diff", "--against-torch")
+    assert (code, out) == (2, "")
+    assert err.splitlines()[:-1] == [line for line in [_in_process(capsys, project)] if line]
+    assert err.splitlines()[-1] == TORCH_IN_PARENT + "False"  # the edit made generated/ stale: torch not needed
+
+
+def _in_process(capsys, project) -> str:
+    assert cli.main(["--root", str(project), "diff", "--against-torch"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    return err.rstrip("\n")
+
+
+def test_a_generated_module_is_compiled_once_per_text_and_never_served_stale(tmp_path, monkeypatch) -> None:
+    compiled = []
+    monkeypatch.setattr(reviewing, "compile", lambda *args: compiled.append(args) or compile(*args), raising=False)
+    cache = tmp_path / ".cache" / "generator" / "code-generated_m.bin"
+
+    def value(source: str) -> int:
+        code = reviewing._compiled(source, "generated/m.py", cache)
+        return reviewing._module_from_code("m", "generated/m.py", code).VALUE
+
+    assert [value("VALUE = 1\n"), value("VALUE = 1\n")] == [1, 1]
+    assert len(compiled) == 1  # the second run read the cache
+    assert value("VALUE = 2\n") == 2  # the same length, another text
+    assert len(compiled) == 2
+    data, two, three = cache.read_bytes(), marshal.dumps(2), marshal.dumps(3)
+    assert data.count(two[1:]) == 1
+    cache.write_bytes(data.replace(two[1:], three[1:]))  # a corrupt entry that still loads: VALUE = 3
+    assert value("VALUE = 2\n") == 2
+    assert len(compiled) == 3
