@@ -58,9 +58,8 @@ def laid_out(entry: str) -> str | None:
 
 
 def _exploded_dict(opening: str, lines) -> str | None:
-    """A call whose argument the template renders as black does: a dict with a trailing comma, one item a line.
-
-    The trailing comma makes black keep it so, whatever its length; it is kept verbatim."""
+    """A call whose argument is a dict with a trailing comma, one item a line (the template renders it so):
+    the trailing comma makes black keep it open, whatever its length, at the next two indentation levels."""
     body = []
     for line in lines:
         body.append(line)
@@ -71,7 +70,8 @@ def _exploded_dict(opening: str, lines) -> str | None:
         return None
     if not all(t.endswith(",") and "#" not in t and "'" not in t and '"' not in t for t in texts[1:-2]):
         return None
-    return "\n".join([opening, *(line.rstrip() for line in body)])
+    items = [INDENT + " " * 8 + text for text in texts[1:-2]]
+    return "\n".join([opening, INDENT + "    {", *items, INDENT + "    }", INDENT + ")"])
 
 
 def _is_segment(text: str, first: bool) -> bool:
@@ -131,25 +131,16 @@ def _call_lines(before: str, call: str, comma: str) -> list[str] | None:
     method, arguments = call.split("(", 1)
     arguments = arguments[:-1]
     head = INDENT + before + method + "("
-    if not arguments or _has_top_level_comma(arguments) or len(head) > LINE_LENGTH:
+    if not arguments or len(head) > LINE_LENGTH:
         return None
     body = INDENT + "    " + arguments
     tail = INDENT + ")" + comma
     if len(body) <= LINE_LENGTH:
         return [head, body, tail]
     names = _NAME_LIST.fullmatch(arguments)
-    if names is None or "," not in arguments:
+    if names is None:
         return None
     items = [INDENT + " " * 8 + name.strip() + "," for name in names[1].split(",")]
     if any(len(item) > LINE_LENGTH for item in items):
         return None
     return [head, INDENT + "    [", *items, INDENT + "    ]", tail]
-
-
-def _has_top_level_comma(text: str) -> bool:
-    depth = 0
-    for char in text:
-        depth += (char in "([{") - (char in ")]}")
-        if char == "," and depth == 0:
-            return True
-    return False
