@@ -99,35 +99,44 @@ def _code_lines(segments: list[str]) -> list[str] | None:
     """black's lines for `segments` joined, with the list's trailing comma, at INDENT.
 
     One line when it fits. Else black splits the chain before each `.method`
-    when there are two or more, and splits at the last call's bracket when
-    there is one (its arguments on a line of their own, one level deeper).
+    when there are two or more. When there is one, it splits at that call's
+    bracket (its arguments on a line of their own, one level deeper), or, when
+    the line that opens it does not fit, at the first call's bracket, the
+    second call staying on the closing line.
     """
     whole = INDENT + "".join(segments) + ","
     exploded = any("\n" in segment for segment in segments)
     if len(whole) <= LINE_LENGTH and not exploded:
         return [whole]
     if len(segments) > 2:
-        if len(INDENT + segments[0]) > LINE_LENGTH:
-            return None
-        lines = [INDENT + segments[0]]
+        lines = _call_lines("", segments[0], "")
         for index, segment in enumerate(segments[1:], 2):
             comma = "," if index == len(segments) else ""
             call = (INDENT + segment + comma).split("\n") if "\n" in segment else _call_lines("", segment, comma)
-            if call is None:
+            if lines is None or call is None:
                 return None
             lines += call
         return lines
-    if len(segments) == 2 and not exploded:
-        return _call_lines(segments[0], segments[1], ",")
-    return None
+    if len(segments) != 2 or exploded:
+        return None
+    first, second = segments
+    if len(INDENT + first + second.split("(", 1)[0] + "(") <= LINE_LENGTH:
+        return _split_call(first, second, ",")
+    split = _split_call("", first, "")
+    closing = INDENT + ")" + second + ","
+    return None if split is None or len(closing) > LINE_LENGTH else [*split[:-1], closing]
 
 
 def _call_lines(before: str, call: str, comma: str) -> list[str] | None:
-    """black's lines for `before` + `call` (`.method(arguments)`) + `comma` at INDENT: one line when it
-    fits, else split at the call's bracket, with a list of names exploded one a line when it does not fit."""
+    """black's lines for `before` + `call` (`name(arguments)` or `.name(arguments)`) + `comma` at INDENT:
+    one line when it fits, else split at the call's bracket."""
     line = INDENT + before + call + comma
-    if len(line) <= LINE_LENGTH:
-        return [line]
+    return [line] if len(line) <= LINE_LENGTH else _split_call(before, call, comma)
+
+
+def _split_call(before: str, call: str, comma: str) -> list[str] | None:
+    """`before` + `call` + `comma` split at the call's bracket, with a list of names exploded one a line
+    when it does not fit on a line of its own; None when the opening line does not fit."""
     method, arguments = call.split("(", 1)
     arguments = arguments[:-1]
     head = INDENT + before + method + "("
@@ -140,7 +149,5 @@ def _call_lines(before: str, call: str, comma: str) -> list[str] | None:
     names = _NAME_LIST.fullmatch(arguments)
     if names is None:
         return None
-    items = [INDENT + " " * 8 + name.strip() + "," for name in names[1].split(",")]
-    if any(len(item) > LINE_LENGTH for item in items):
-        return None
+    items = [INDENT + " " * 8 + name.strip() + "," for name in names[1].split(",")]  # a long name stays long
     return [head, INDENT + "    [", *items, INDENT + "    ]", tail]
