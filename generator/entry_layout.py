@@ -149,5 +149,8 @@ def _split_call(before: str, call: str, comma: str) -> list[str] | None:
     names = _NAME_LIST.fullmatch(arguments)
     if names is None:
         return None
-    items = [INDENT + " " * 8 + name.strip() + "," for name in names[1].split(",")]  # a long name stays long
+    # One name a line (a long one stays long), each with a comma when there are several: black adds the
+    # comma when it splits the list at its commas; a single name is only moved to a line of its own.
+    listed = [name.strip() for name in names[1].split(",")]
+    items = [INDENT + " " * 8 + name + ("," if len(listed) > 1 else "") for name in listed]
     return [head, INDENT + "    [", *items, INDENT + "    ]", tail]
