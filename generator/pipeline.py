@@ -83,7 +83,8 @@ def build(
     wanted = [t for t in targets if not t.is_matrix]
     largest_first = sorted(wanted, key=lambda t: -_pattern_count(by_name[t.name]))
     templates = root / "templates"
-    rendering.preload(templates)
+    if wanted:  # before forking black's workers, which would each compile them; the matrix needs only its own
+        rendering.preload(templates)
     texts = {}
     pending = {}
     for target in largest_first:
