@@ -6,7 +6,7 @@ import itertools
 import black
 import pytest
 
-from generator import entry_layout, formatting, pipeline, rendering
+from generator import entry_layout, formatting, pipeline, planning, rendering
 from tests.conftest import ROOT
 
 MODE = black.Mode()
@@ -184,3 +184,27 @@ def test_a_dict_kept_open_by_its_trailing_comma_is_laid_out_exactly_however_it_i
     text = "            BackendPatternConfig(a)\n.s([d])\n._x(\n{\n0: A,\n}\n)\n,\n"
     layout = assert_same_black(text)
     assert layout is not None and laid_out_wrapped(layout) == black_of_entry(text)
+
+
+def test_each_module_is_checked_once_while_black_formats(tmp_path, monkeypatch):
+    """The static checks run on the rendered text, before black's results are awaited, and not again."""
+    checked, awaited = [], []
+    real_check, real_submit = pipeline.check_module, formatting.Formatter.submit
+
+    def check(text, output):
+        checked.append((output, bool(awaited)))
+        return real_check(text, output)
+
+    def submit(self, source, output):
+        result = real_submit(self, source, output)
+        return lambda: awaited.append(output) or result()
+
+    monkeypatch.setattr(pipeline, "check_module", check)
+    monkeypatch.setattr(formatting.Formatter, "submit", submit)
+    modules = pipeline.load(ROOT, validate=False)
+    targets = [t for t in planning.plan(ROOT) if not t.is_matrix]
+    with formatting.Formatter(1, tmp_path) as formatter:
+        texts = pipeline.build(ROOT, modules, targets, formatter)
+    assert sorted(output for output, _ in checked) == sorted(m.spec.output for m in modules)
+    assert not any(after for _, after in checked)
+    assert all((ROOT / t.relative).read_text() == texts[t.name] for t in targets)
