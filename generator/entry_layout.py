@@ -9,12 +9,14 @@ template renders, and says nothing (None) when it is unsure.
 
 A prediction changes only what black ignores or normalizes the same way in
 both texts: line breaks and indentation inside the list's brackets, the
-indentation of own-line comments, and the quotes of plain strings. It adds and
-removes no token, so black's output for the prediction is its output for the
-rendered text whether the prediction is right or not; a right one is simply
-returned after one pass. Texts black treats specially (`# fmt:`, `# type:`
-and `# yapf:` comments, backslashes, non-ASCII text, magic trailing commas)
-get no prediction.
+indentation of own-line comments, and the quotes of plain strings. So black's
+output for it is its output for the rendered text whether it is right or not;
+a right one is returned after one pass. The one token it adds is black's own:
+the trailing comma of a list of names that does not fit on its line, which
+black splits one name a line and ends with a comma (tests/test_format_speed.py
+checks that black gives the same around every length where that starts).
+Texts black treats specially (`# fmt:`, `# type:` and `# yapf:` comments,
+backslashes, non-ASCII text, trailing commas already there) get no prediction.
 """
 
 from __future__ import annotations
