@@ -30,6 +30,7 @@ OUTPUT_SHAPING_MODULES = (
     "source_spelling.py",
     "number_spelling.py",  # the spelling of numbers in generated modules
     "formatting.py",
+    "entry_layout.py",  # what black is given (black's output should not depend on it; tests say so)
     "digests.py",
     "pipeline.py",  # joins header and body
     "writing.py",  # encodes the text into the bytes on disk

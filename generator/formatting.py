@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from generator.entry_layout import laid_out
 from generator.errors import FormattingError
 
 BLOCK_MARKER = "# generator: format-block\n"
@@ -53,7 +54,9 @@ _BATCH_CHARS = 20_000  # entries per worker task: few enough tasks to keep both 
 
 
 def split_blocks(source: str) -> list[str]:
-    return source.split(BLOCK_MARKER)
+    """The blocks, each without the blank lines that end it: black removes them at the end of a text
+    (and BLOCK_SEPARATOR puts two back), so a block rendered in black's style comes back unchanged."""
+    return [block.rstrip("\n") + "\n" for block in source.split(BLOCK_MARKER)]
 
 
 def format_block(block: str, output: str) -> str:
@@ -92,6 +95,7 @@ class Piece:
         self.text = text
         self.formatted: str | None = None
         self.cached = False
+        self.layout: str | None = None  # for an entry: black's layout, as entry_layout predicts it
 
 
 class Block:
@@ -124,6 +128,10 @@ class Block:
 
 
 def _wrap(entries: list[Piece]) -> str:
+    """The entries in one text for black: as rendered, or as laid out when each has a predicted layout
+    (then, with the markers where black puts them, the whole text is black's if every prediction is)."""
+    if all(e.layout is not None for e in entries):
+        return _WRAP_HEAD + "".join(_FORMATTED_MARKER + e.layout for e in entries) + _WRAP_TAIL
     return _WRAP_HEAD + "".join(_ENTRY_LINE + e.text for e in entries) + _WRAP_TAIL
 
 
@@ -282,23 +290,26 @@ class Formatter:
     def _start(self, blocks: list[Block], output: str) -> list[Callable[[], None]]:
         """Format the pieces the cache did not have: whole pieces one by one, new entries in wrapped batches."""
         jobs: list[Job] = []
-        batch: list[Piece] = []
-        size = 0
+        # Entries laid out as black will lay them out are batched apart from the others: black makes a
+        # second pass over a whole text when its first changed anything in it.
+        batches: dict[bool, list[Piece]] = {True: [], False: []}
+        sizes = {True: 0, False: 0}
         for block in blocks:
             if block.entries:
                 if block.skeleton.formatted is None:
                     jobs.append(Job([block.skeleton], block.skeleton.text, wrapped=False))
                 for entry in block.entries:
                     if entry.formatted is None:
-                        batch.append(entry)
-                        size += len(entry.text)
-                        if size > _BATCH_CHARS:
-                            jobs.append(Job(batch, _wrap(batch), wrapped=True))
-                            batch, size = [], 0
+                        entry.layout = laid_out(entry.text)
+                        sure = entry.layout is not None
+                        batches[sure].append(entry)
+                        sizes[sure] += len(entry.text)
+                        if sizes[sure] > _BATCH_CHARS:
+                            jobs.append(Job(batches[sure], _wrap(batches[sure]), wrapped=True))
+                            batches[sure], sizes[sure] = [], 0
             elif block.whole.formatted is None:
                 jobs.append(Job([block.whole], block.whole.text, wrapped=False))
-        if batch:
-            jobs.append(Job(batch, _wrap(batch), wrapped=True))
+        jobs += [Job(batch, _wrap(batch), wrapped=True) for batch in batches.values() if batch]
         if not jobs:
             return []
         if len(jobs) == 1 or self._workers() is None:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from generator import digests, naming, rendering, resolution, spec_loading
+from generator.errors import GeneratorError
 from generator.expansion import ExpandedModule, check_dtype_config_declarations, expand_module
 from generator.formatting import Formatter
 from generator.matrix import support_matrix
@@ -80,23 +81,41 @@ def build(
     wanted = [t for t in targets if not t.is_matrix]
     largest_first = sorted(wanted, key=lambda t: -_pattern_count(by_name[t.name]))
     templates = root / "templates"
-    rendering.preload(templates)
+    if wanted:  # before forking black's workers, which would each compile them; the matrix needs only its own
+        rendering.preload(templates)
     texts = {}
     pending = {}
+    rendered = {}
     for target in largest_first:
         module = by_name[target.name]
-        pending[target.name] = formatter.submit(render_module(module, templates), module.spec.output)
+        rendered[target.name] = render_module(module, templates)
+        pending[target.name] = formatter.submit(rendered[target.name], module.spec.output)
     while_formatting()
     for target in targets:
         if target.is_matrix:
             texts[target.name] = _with_header(target, render_matrix(support_matrix(modules), templates))
             built(target.relative)
+    # black changes the layout, never the code, so the checks pass on its text when they pass on the
+    # rendered one: they run on that while black works. A module they refuse is checked again once
+    # formatted, so that what black says of broken code comes first and messages name black's lines.
+    checked = {name for name, text in rendered.items() if _passes_checks(root, by_name[name], text)}
+    del rendered
     for target in wanted:
         texts[target.name] = _with_header(target, pending[target.name]())
-        check_module(texts[target.name], by_name[target.name].spec.output)  # before anything is written
-        naming.check_spec_names(root, by_name[target.name], texts[target.name])
+        if target.name not in checked:
+            check_module(texts[target.name], by_name[target.name].spec.output)  # before anything is written
+            naming.check_spec_names(root, by_name[target.name], texts[target.name])
         built(target.relative)
     return texts
+
+
+def _passes_checks(root: Path, module: ExpandedModule, text: str) -> bool:
+    try:
+        check_module(text, module.spec.output)
+        naming.check_spec_names(root, module, text)
+    except GeneratorError:
+        return False
+    return True
 
 
 def cache_folder(root: Path) -> Path:

@@ -1,0 +1,210 @@
+"""black confirms rather than reformats: pattern entries are laid out as black will lay them out
+(generator/entry_layout.py) and the templates render black's style, and neither changes what black writes."""
+
+import itertools
+
+import black
+import pytest
+
+from generator import entry_layout, formatting, pipeline, planning, rendering
+from tests.conftest import ROOT
+
+MODE = black.Mode()
+
+
+@pytest.fixture(scope="module")
+def blocks():
+    """Every block of every module of the committed spec, as the formatter cuts them."""
+    modules = pipeline.load(ROOT, validate=False)
+    sources = [rendering.render_module(m, ROOT / "templates") for m in modules]
+    return [formatting.Block(b) for source in sources for b in formatting.split_blocks(source)]
+
+
+def black_of_entry(entry: str) -> str:
+    """What black makes of one rendered entry, in the wrapper the formatter puts it in."""
+    return black.format_str(formatting._WRAP_HEAD + formatting._ENTRY_LINE + entry + formatting._WRAP_TAIL, mode=MODE)
+
+
+def laid_out_wrapped(layout: str) -> str:
+    return formatting._WRAP_HEAD + formatting._FORMATTED_MARKER + layout + formatting._WRAP_TAIL
+
+
+def assert_same_black(entry: str, exact: bool = False) -> str | None:
+    """black makes the same of the entry's predicted layout as of the entry (and, if `exact`, that is the
+    layout itself: a prediction is right or not made); the layout is returned."""
+    layout = entry_layout.laid_out(entry)
+    if layout is not None:
+        by_black = black_of_entry(entry)
+        assert black.format_str(laid_out_wrapped(layout), mode=MODE) == by_black, entry
+        assert not exact or laid_out_wrapped(layout) == by_black, entry
+    return layout
+
+
+def test_every_entry_of_the_spec_is_laid_out_as_black_lays_it_out(blocks):
+    """black makes the same of each predicted layout as of the rendered entry, and that is the layout itself:
+    black's first pass changes nothing, so it makes no second (all entries at once, as the formatter batches them)."""
+    entries = sorted({e.text for block in blocks for e in block.entries})
+    layouts = {text: entry_layout.laid_out(text) for text in entries}
+    predicted = [text for text in entries if layouts[text] is not None]
+    assert len(predicted) >= 0.95 * len(entries)  # the shapes the template renders are the ones predicted
+    rendered = formatting._WRAP_HEAD + "".join(formatting._ENTRY_LINE + t for t in predicted) + formatting._WRAP_TAIL
+    laid_out = formatting._WRAP_HEAD + "".join(formatting._FORMATTED_MARKER + layouts[t] for t in predicted)
+    laid_out += formatting._WRAP_TAIL
+    by_black = black.format_str(rendered, mode=MODE)
+    for text, black_entry, layout in zip(predicted, by_black.split(formatting._FORMATTED_MARKER)[1:], split(laid_out)):
+        assert layout == black_entry.removesuffix(formatting._WRAP_TAIL), text
+    assert laid_out == by_black  # so black, which keeps its own output, gives it back in one pass
+
+
+def split(wrapped: str) -> list[str]:
+    return [e.removesuffix(formatting._WRAP_TAIL) for e in wrapped.split(formatting._FORMATTED_MARKER)[1:]]
+
+
+def test_the_rest_of_each_module_is_rendered_in_blacks_style(blocks):
+    """Imports, dtype configs, functions and each builder around its entries: black has nothing to change."""
+    for block in blocks:
+        piece = block.skeleton or block.whole
+        assert black.format_str(piece.text, mode=MODE) == piece.text
+
+
+def entry(*segments: str, comments: tuple[str, ...] = ()) -> str:
+    """A pattern entry as the builder template renders it."""
+    indent = entry_layout.INDENT
+    return "".join(f"{indent}{line}\n" for line in [*comments, *segments]) + ",\n"
+
+
+def names(length: int, count: int) -> list[str]:
+    """`count` distinct names that make a list `[a, b, ...]` exactly `length` characters long."""
+    base = [f"n{i}_" for i in range(count)]
+    room = length - 2 - 2 * (count - 1) - sum(map(len, base))
+    return [name + "x" * (room // count + (i < room % count)) for i, name in enumerate(base)]
+
+
+# Lines around black's line length (88): each entry below has a line, or a part black may split
+# off, of 87 to 90 characters, so a prediction off by one in any rule changes black's result.
+AROUND_THE_LIMIT = range(56, 82)
+
+
+@pytest.mark.parametrize("length", AROUND_THE_LIMIT)
+def test_a_dtype_config_list_near_the_line_length(length):
+    for count in (1, 2, 3):
+        listed = f"[{', '.join(names(length, count))}]"
+        for pattern in ("nn.Conv2d", "(nn.Conv2d, nn.BatchNorm2d, nn.ReLU)"):
+            assert_same_black(entry(f"BackendPatternConfig({pattern})", f".set_dtype_configs({listed})"), exact=True)
+            three = entry(
+                f"BackendPatternConfig({pattern})", f".set_dtype_configs({listed})", ".set_root_module(nn.Conv2d)"
+            )
+            assert_same_black(three, exact=True)
+            last = entry(
+                f"BackendPatternConfig({pattern})", ".set_root_module(nn.Conv2d)", f".set_dtype_configs({listed})"
+            )
+            assert_same_black(last, exact=True)
+
+
+@pytest.mark.parametrize("length", AROUND_THE_LIMIT)
+def test_long_names_and_patterns_near_the_line_length(length):
+    long_name = "m." + "a" * (length - 2)
+    shapes = [
+        (f"BackendPatternConfig({long_name})", ".set_dtype_configs([d])"),
+        (f"BackendPatternConfig({long_name[: length - 22]})", ".set_dtype_configs([d])"),
+        ("BackendPatternConfig(nn.Linear)", f".set_dtype_configs([{'x' * (length - 12)}, e])"),
+        ("BackendPatternConfig(nn.Linear)", f".set_dtype_configs([{'x' * (length - 12)}, e])", ".set_root_module(a)"),
+        (f"BackendPatternConfig(({long_name[:40]}, nn.ReLU))", f".set_dtype_configs([{'d' * (length - 30)}])"),
+        (f"BackendPatternConfig(({long_name[:30]}, nn.ReLU))", f".set_dtype_configs([{'d' * (length - 10)}, e])"),
+        (f"BackendPatternConfig(({long_name}, nn.ReLU))", f".set_dtype_configs([{'d' * (length - 40)}, e])"),
+        ("BackendPatternConfig(nn.Linear)", f".set_root_module({long_name})"),
+        ("BackendPatternConfig(nn.Linear)", ".set_dtype_configs([d])", f".set_fuser_method({long_name})"),
+        (f"BackendPatternConfig(({long_name}, nn.ReLU))", ".set_dtype_configs([d])", ".set_root_module(nn.Linear)"),
+        ("BackendPatternConfig(nn.Linear)", f"._set_input_type_to_index({{'{'w' * (length - 30)}': 1, 'bias': 2}})"),
+        ("BackendPatternConfig()", f"._set_pattern_complex_format((nn.ReLU, ({long_name}, nn.Conv2d)))"),
+        ("BackendPatternConfig(nn.Linear)", f".set_{'x' * (length - 10)}(nn.Linear)"),
+        ("BackendPatternConfig(nn.Linear)", ".set_dtype_configs([d])", f".set_x({'a' * (length - 14)}, bbbb)"),
+        ("BackendPatternConfig(nn.Linear)", f".set_x({'a' * (length - 14)}, bbbb)"),
+    ]
+    for segments in shapes:
+        assert_same_black(entry(*segments), exact=True)
+
+
+def test_odd_spellings_are_laid_out_safely_or_not_at_all():
+    odd = [
+        entry("BackendPatternConfig('add')", ".set_dtype_configs([d])"),
+        entry('BackendPatternConfig("it\'s")', ".set_dtype_configs([d])", ".set_root_module(nn.Linear)"),
+        entry("BackendPatternConfig('a\\'b')", ".set_dtype_configs([d])"),
+        entry("BackendPatternConfig((nn.ReLU,))", ".set_dtype_configs([d])"),
+        entry("BackendPatternConfig(nn.ReLU)", ".set_dtype_configs([d, e,])"),
+        entry("BackendPatternConfig(nn.ReLU)", ".set_dtype_configs([d])", comments=("# fmt: off",)),
+        entry("BackendPatternConfig(nn.ReLU)", ".set_dtype_configs([d])", comments=("# type: ignore",)),
+        entry("BackendPatternConfig(nn.ReLU)", ".set_dtype_configs([d])", comments=("#no space", "# two")),
+        entry("BackendPatternConfig(nn.ReLU)", ".set_dtype_configs([d])", comments=("# été " + "x" * 90,)),
+        entry("BackendPatternConfig(nn.Rélu)", ".set_dtype_configs([d])" + " " * 80),
+        entry("BackendPatternConfig(f(a, b=1))", ".set_dtype_configs([d])", ".set_fuser_method(g(h(x), y))"),
+        entry("BackendPatternConfig(nn.ReLU)", ".set_dtype_configs([d])  # a trailing comment"),
+        entry("BackendPatternConfig(nn.ReLU)", ".set_dtype_configs([d]).set_root_module(nn.ReLU)"),
+        entry("BackendPatternConfig(nn.ReLU)", ".set_x(a, " + "b" * 80 + ")"),
+        entry("BackendPatternConfig(nn.ReLU)", ".set_dtype_configs([d])", "._set_x(", "  {", "0: A,", "    }", ")"),
+        entry("BackendPatternConfig(nn.ReLU)", ".set_dtype_configs([d])", "._set_x(", "{", "    0: A", "    }", ")"),
+        entry("BackendPatternConfig(nn.ReLU)", "._set_x(", "    {", "        0: A,", "    }", ")"),
+        entry(
+            "BackendPatternConfig(nn.ReLU)",
+            ".set_dtype_configs([d])",
+            "._set_num_tensor_args_to_observation_type(",
+            "    {",
+            *(f"        {i}: ObservationType.OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT," for i in range(3)),
+            "    }",
+            ")",
+            "._set_input_type_to_index({'weight': 1})",
+        ),
+    ]
+    for text in odd:
+        assert_same_black(text)
+
+
+def test_the_template_spells_imports_and_strings_as_black_does():
+    """black_style.j2 lays out a long `from ... import a, b` and quotes a string as black does, at every length."""
+    macros = rendering.make_environment(ROOT / "templates").get_template("black_style.j2").module
+    module = "torch.ao.quantization.backend_config"
+    lines = []
+    for length, count in itertools.product(range(80, 96), (1, 2, 3)):
+        room = length - len(f"from {module} import ") - 2 * (count - 1)
+        imported = [f"N{i}" + "x" * (room // count - 2 + (i < room % count)) for i in range(count)]
+        lines.append(f"from {module} import {', '.join(imported)}")
+        assert len(lines[-1]) == length
+        lines.append(f"from {module} import {', '.join(f'{name} as {name[:3]}' for name in imported)}")
+    lines += ["import torch", "import torch.nn as nn", "from torch import (a, b)", "from m import " + "é" * 90 + ", b"]
+    for line in lines:
+        text = str(macros.import_line(line)) + "\n"
+        assert black.format_str(text, mode=MODE) == black.format_str(line + "\n", mode=MODE), line
+    for text in ["x86", "", "it's", 'say "hi"', "a\\b", "tab\there", "été", "a\nb", "{{ x }}", "#"]:
+        spelt = str(macros.string(text))
+        assert black.format_str(f"x = {spelt}\n", mode=MODE) == black.format_str(f"x = {text!r}\n", mode=MODE), text
+        assert eval(spelt) == text
+
+
+def test_a_dict_kept_open_by_its_trailing_comma_is_laid_out_exactly_however_it_is_indented():
+    text = "            BackendPatternConfig(a)\n.s([d])\n._x(\n{\n0: A,\n}\n)\n,\n"
+    layout = assert_same_black(text)
+    assert layout is not None and laid_out_wrapped(layout) == black_of_entry(text)
+
+
+def test_each_module_is_checked_once_while_black_formats(tmp_path, monkeypatch):
+    """The static checks run on the rendered text, before black's results are awaited, and not again."""
+    checked, awaited = [], []
+    real_check, real_submit = pipeline.check_module, formatting.Formatter.submit
+
+    def check(text, output):
+        checked.append((output, bool(awaited)))
+        return real_check(text, output)
+
+    def submit(self, source, output):
+        result = real_submit(self, source, output)
+        return lambda: awaited.append(output) or result()
+
+    monkeypatch.setattr(pipeline, "check_module", check)
+    monkeypatch.setattr(formatting.Formatter, "submit", submit)
+    modules = pipeline.load(ROOT, validate=False)
+    targets = [t for t in planning.plan(ROOT) if not t.is_matrix]
+    with formatting.Formatter(1, tmp_path) as formatter:
+        texts = pipeline.build(ROOT, modules, targets, formatter)
+    assert sorted(output for output, _ in checked) == sorted(m.spec.output for m in modules)
+    assert not any(after for _, after in checked)
+    assert all((ROOT / t.relative).read_text() == texts[t.name] for t in targets)
