@@ -83,7 +83,7 @@ def build(
     wanted = [t for t in targets if not t.is_matrix]
     largest_first = sorted(wanted, key=lambda t: -_pattern_count(by_name[t.name]))
     templates = root / "templates"
-    rendering.preload(templates)
+    rendering.preload(templates, cache_folder(root))
     texts = {}
     pending = {}
     for target in largest_first:
