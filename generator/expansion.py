@@ -312,26 +312,14 @@ def _add_unique(found: dict, name: str, value, kind: str) -> None:
         )
 
 
-def torch_refs(value):
-    """Every TorchRef inside a model value, depth first, in field order."""
-    if isinstance(value, TorchRef):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from torch_refs(item)
-    elif hasattr(value, "__dataclass_fields__"):
-        for name in value.__dataclass_fields__:
-            if name != "location":
-                yield from torch_refs(getattr(value, name))
-
-
-def distinct_torch_refs(value) -> list[TorchRef]:
-    """torch_refs(value) without walking a shared object twice: the same refs, first uses in the same order.
+def torch_refs(value) -> list[TorchRef]:
+    """Every TorchRef inside a model value, depth first, in field order; a shared value is walked once.
 
     A spec shares its values (one dtype config list reaches hundreds of patterns,
-    and a module holds its spec's backends and their expansion), so the full walk
-    visits the same objects again and again; an object already walked adds only
-    refs already yielded.
+    and a module holds its spec's backends and their expansion), so walking every
+    occurrence would visit the same objects again and again; a value already
+    walked holds only refs already found, so each distinct ref's first use is
+    the same either way.
     """
     found: list[TorchRef] = []
     walked: set[int] = set()

@@ -18,14 +18,14 @@ import sys
 from pathlib import Path
 
 from generator.errors import NotImportableError
-from generator.expansion import ExpandedModule, distinct_torch_refs
+from generator.expansion import ExpandedModule, torch_refs
 
 
 def require_importable_anywhere(modules: list[ExpandedModule]) -> None:
     """Raise NotImportableError for the first name whose package is found only through the project root."""
     first_use = {}
     for module in modules:
-        for ref in distinct_torch_refs(module):
+        for ref in torch_refs(module):
             first_use.setdefault(ref.path.partition(".")[0], (ref, module))
     elsewhere = _path_elsewhere()
     for package, (ref, module) in first_use.items():

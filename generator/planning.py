@@ -17,7 +17,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator import digests, manifest
+from generator import digests, manifest, spec_syntax
 
 MATRIX = "support-matrix"
 MATRIX_OUTPUT = Path("docs") / "support-matrix.md"
@@ -186,11 +186,11 @@ def module_name(spec_file: Path) -> str:
     executing them.
     """
     try:
-        tree = ast.parse(spec_file.read_bytes(), str(spec_file))  # bytes: Python decodes (BOM, coding cookie)
+        calls = spec_syntax.index(spec_file).calls
     except SyntaxError:
         return spec_file.stem
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Module":
+    for node in calls:
+        if getattr(node.func, "id", None) == "Module":
             for keyword in node.keywords:
                 if keyword.arg == "name" and isinstance(keyword.value, ast.Constant):
                     return str(keyword.value.value)

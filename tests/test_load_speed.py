@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from generator import pipeline
-from generator.expansion import distinct_torch_refs, torch_refs
+from generator.expansion import torch_refs
+from generator.model import TorchRef
 from tests.builders import GENERATED_MODULES
 from tests.conftest import ROOT
 
@@ -67,12 +68,24 @@ def test_an_edited_template_is_compiled_again(project):
         assert "# edited by a test\n" in (project / "generated" / f"{module}.py").read_text(), module
 
 
-def test_the_distinct_walk_finds_the_refs_of_the_full_walk_in_the_same_order():
-    """importability reports the first use of each package: the shortcut must find the same first uses."""
-    modules = pipeline.load(ROOT, validate=False)
-    for module in modules:
-        full = list(torch_refs(module))
-        distinct = distinct_torch_refs(module)
-        assert len(distinct) < len(full), module.spec.name  # it does skip shared values
-        assert [id(r) for r in dict.fromkeys(full)] == [id(r) for r in dict.fromkeys(distinct)], module.spec.name
-        assert list(dict.fromkeys(full)) == list(dict.fromkeys(distinct)), module.spec.name
+def every_ref(value):
+    """Every TorchRef inside a model value, depth first, in field order: each occurrence walked."""
+    if isinstance(value, TorchRef):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from every_ref(item)
+    elif hasattr(value, "__dataclass_fields__"):
+        for name in value.__dataclass_fields__:
+            if name != "location":
+                yield from every_ref(getattr(value, name))
+
+
+def test_walking_shared_values_once_finds_every_ref_first_used_where_the_full_walk_does():
+    """importability reports each package's first use, and rendering imports what the refs name."""
+    for module in pipeline.load(ROOT, validate=False):
+        full = list(every_ref(module))
+        found = torch_refs(module)
+        assert len(found) < len(full), module.spec.name  # it does skip shared values
+        assert [id(r) for r in dict.fromkeys(full)] == [id(r) for r in dict.fromkeys(found)], module.spec.name
+        assert list(dict.fromkeys(full)) == list(dict.fromkeys(found)), module.spec.name
