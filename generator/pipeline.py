@@ -31,7 +31,11 @@ def load(root: Path, validate: bool) -> list[ExpandedModule]:
 
 
 def load_and_build(
-    root: Path, targets: list[Target], jobs: int, built: Callable[[str], None] | None = None
+    root: Path,
+    targets: list[Target],
+    jobs: int,
+    built: Callable[[str], None] | None = None,
+    reuse: bool = False,
 ) -> tuple[list[ExpandedModule], dict[str, str]]:
     """Load the spec, validating its torch names, and build the given targets (`built` hears of each).
 
@@ -39,9 +43,10 @@ def load_and_build(
     once whatever is new has been handed to the formatting workers, which are forked
     before it: black and torch's import overlap. Its errors still come first: a wrong
     torch name is reported rather than anything it caused in expansion or rendering.
+    `reuse` takes unchanged spec files' loads from the model cache (spec_loading.load_modules).
     """
     with Formatter(jobs, cache_folder(root)) as formatter:
-        specs = spec_loading.load_modules(root)
+        specs = spec_loading.load_modules(root, reuse=reuse)
         validated = []
 
         def validate() -> None:

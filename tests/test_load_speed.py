@@ -89,3 +89,156 @@ def test_walking_shared_values_once_finds_every_ref_first_used_where_the_full_wa
         assert len(found) < len(full), module.spec.name  # it does skip shared values
         assert [id(r) for r in dict.fromkeys(full)] == [id(r) for r in dict.fromkeys(found)], module.spec.name
         assert list(dict.fromkeys(full)) == list(dict.fromkeys(found)), module.spec.name
+
+
+# ---------------------------------------------------------------- the model cache
+
+MODULE_DOC = 'doc="BackendConfig for PyTorch\'s native FBGEMM backend.",'
+COUNTING = (
+    "\nimport pathlib as _pathlib\n"
+    "with (_pathlib.Path(__file__).parent.parent / 'fbgemm-runs.log').open('a') as _log:\n"
+    "    _log.write('run\\n')\n"
+)
+
+
+@pytest.fixture
+def counted(project):
+    """The project, with spec/fbgemm.py counting its executions in fbgemm-runs.log and its module
+    docstring read from spec/fbgemm_doc.txt; regenerated once, so the model cache holds every load."""
+    spec = project / "spec" / "fbgemm.py"
+    text = spec.read_text()
+    assert MODULE_DOC in text
+    (project / "spec" / "fbgemm_doc.txt").write_text("BackendConfig for PyTorch's native FBGEMM backend.")
+    reading = "doc=(_pathlib.Path(__file__).parent / 'fbgemm_doc.txt').read_text(),"
+    spec.write_text(COUNTING + text.replace(MODULE_DOC, reading))
+    regenerate(project)
+    assert runs(project) == 1
+    assert_committed_outputs(project)
+    return project
+
+
+def runs(project) -> int:
+    log = project / "fbgemm-runs.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def assert_committed_outputs(project):
+    for output in OUTPUTS:
+        assert (project / output).read_bytes() == (ROOT / output).read_bytes(), output
+
+
+def edit_x86(project):
+    with (project / "spec" / "x86.py").open("a") as spec:
+        spec.write("# an edit\n")
+
+
+def model_entry(project, spec="fbgemm"):
+    return project / ".cache" / "generator" / "models" / f"spec_{spec}.py.pickle"
+
+
+def test_after_an_edit_to_one_spec_file_the_others_are_not_executed_again(counted):
+    edit_x86(counted)
+    regenerate(counted)
+    assert runs(counted) == 1  # fbgemm's load came from the cache
+    assert_committed_outputs(counted)
+
+
+def test_force_and_check_full_execute_every_spec_file(counted):
+    regenerate(counted, "--force")
+    assert runs(counted) == 2
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-m", "generator", "--root", str(counted), "check", "--full"],
+                          cwd=counted, env=env, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert runs(counted) == 3
+
+
+@pytest.mark.parametrize("edited", ["spec/_common.py", "spec/fbgemm_doc.txt"])
+def test_an_edit_to_any_file_a_load_read_executes_it_again(counted, edited):
+    path = counted / edited
+    if edited.endswith(".txt"):
+        path.write_text("FBGEMM, as a data file says.")
+    else:
+        path.write_text(path.read_text() + "# an edit\n")
+    edit_x86(counted)
+    regenerate(counted)
+    assert runs(counted) == 2
+    fbgemm = (counted / "generated" / "fbgemm.py").read_text()
+    assert ("FBGEMM, as a data file says." in fbgemm) == edited.endswith(".txt")
+
+
+def _pickled_with_a_valid_checksum(project, payload: bytes) -> bytes:
+    from generator import model_cache
+
+    return model_cache.ModelCache(project)._checksum(payload) + payload
+
+
+def _forged_doc(project, data):
+    """The entry's module with another docstring, its checksum made valid: what only --force may ignore."""
+    import dataclasses
+    import pickle
+
+    relative, module = pickle.loads(data[32:])
+    forged = dataclasses.replace(module, doc="A forged docstring.")
+    return _pickled_with_a_valid_checksum(project, pickle.dumps((relative, forged)))
+
+
+def _stale_read(project, data):
+    """A valid entry that records another digest for spec/_common.py than the file has now."""
+    import dataclasses
+    import pickle
+
+    relative, module = pickle.loads(data[32:])
+    read = tuple((name, "0" * 64 if name == "spec/_common.py" else digest) for name, digest in module.read)
+    assert read != module.read
+    return _pickled_with_a_valid_checksum(project, pickle.dumps((relative, dataclasses.replace(module, read=read))))
+
+
+class _Payload:
+    """Unpickled, it would leave a folder behind: an entry may hold nothing but the model's classes."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def __reduce__(self):
+        return (os.mkdir, (str(self.folder),))
+
+
+def marker(project):
+    return project / "made-by-unpickling"
+
+
+def _code(project, data):
+    import pickle
+
+    return _pickled_with_a_valid_checksum(project, pickle.dumps(("spec/fbgemm.py", _Payload(marker(project)))))
+
+
+ENTRY_CORRUPTIONS = {
+    "truncated": lambda project, data: data[: len(data) // 2],
+    "garbage": lambda project, data: os.urandom(len(data)),
+    "one byte changed": lambda project, data: data.replace(b"FBGEMM", b"FBGEMm", 1),
+    "stale read": _stale_read,
+    "code": _code,
+}
+
+
+@pytest.mark.parametrize("corruption", sorted(ENTRY_CORRUPTIONS))
+def test_a_corrupt_or_stale_model_entry_is_ignored(counted, corruption):
+    entry = model_entry(counted)
+    entry.write_bytes(ENTRY_CORRUPTIONS[corruption](counted, entry.read_bytes()))
+    edit_x86(counted)
+    regenerate(counted)
+    assert runs(counted) == 2  # executed again
+    assert not marker(counted).exists()
+    assert_committed_outputs(counted)
+    edit_x86(counted)
+    regenerate(counted)
+    assert runs(counted) == 2  # and the entry was replaced by a sound one
+
+
+def test_force_ignores_even_a_valid_looking_entry(counted):
+    entry = model_entry(counted)
+    entry.write_bytes(_forged_doc(counted, entry.read_bytes()))
+    regenerate(counted, "--force")
+    assert_committed_outputs(counted)
