@@ -260,7 +260,7 @@ def _matrix(args, console: Console) -> int:
     matrix = [t for t in every if t.is_matrix]
     texts = {}
     if args.stdout or args.force or planning.freshness(matrix[0]) != "fresh":
-        modules, texts = build_with_progress("matrix", root, matrix, jobs=1, reuse=not args.force)
+        modules, texts = build_with_progress("matrix", root, matrix, jobs=1)
         every = _observed(every, modules)
         matrix = [t for t in every if t.is_matrix]
     if args.stdout:
