@@ -1,5 +1,6 @@
 """What makes the load stage fast keeps it right: the template bytecode cache and the refs walk."""
 
+import json
 import os
 import subprocess
 import sys
@@ -242,3 +243,48 @@ def test_force_ignores_even_a_valid_looking_entry(counted):
     entry.write_bytes(_forged_doc(counted, entry.read_bytes()))
     regenerate(counted, "--force")
     assert_committed_outputs(counted)
+
+
+# ---------------------------------------------------------------- module names kept by content
+
+
+def generator_run(project, *args):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "generator", "--root", str(project), *args],
+                          cwd=project, env=env, capture_output=True, text=True)  # fmt: skip
+
+
+def kept_names(project):
+    return project / ".cache" / "generator" / "module-names.json"
+
+
+def test_a_corrupt_module_name_cache_is_ignored(project):
+    from generator import planning
+
+    assert generator_run(project, "check").returncode == 0
+    stored = json.loads(kept_names(project).read_text())
+    key = planning._ModuleNames.key((project / "spec" / "x86.py").read_bytes())
+    assert stored[key][0] == "x86"
+    stored[key][0] = "other"  # its checksum no longer holds
+    kept_names(project).write_text(json.dumps(stored))
+    done = generator_run(project, "check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    kept_names(project).write_bytes(os.urandom(200))
+    done = generator_run(project, "check")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_forged_module_name_makes_runs_fail_and_writes_nothing_elsewhere(project):
+    from generator import planning
+
+    assert generator_run(project, "check").returncode == 0
+    stored = json.loads(kept_names(project).read_text())
+    key = planning._ModuleNames.key((project / "spec" / "x86.py").read_bytes())
+    stored[key] = ["forged", planning._name_checksum(key, "forged")]
+    kept_names(project).write_text(json.dumps(stored))
+    for command in ("check", "regenerate"):
+        done = generator_run(project, command)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "spec/x86.py" in done.stderr and "generated/forged.py" in done.stderr
+    assert not (project / "generated" / "forged.py").exists()
+    assert_committed_outputs(project)
