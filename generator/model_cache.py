@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import pickle
 import re
@@ -48,33 +49,36 @@ class ModelCache:
             data = self._path(relative).read_bytes()
         except OSError:
             return None
-        stored, payload = data[:_CHECKSUM_SIZE], data[_CHECKSUM_SIZE:]
-        if stored != self._checksum(payload):
+        stored, body = data[:_CHECKSUM_SIZE], data[_CHECKSUM_SIZE:]
+        if stored != self._checksum(body):
             return None
         try:
-            kept_relative, module = _ModelUnpickler(io.BytesIO(payload)).load()
+            size = int.from_bytes(body[:4], "big")
+            kept_relative, read = json.loads(body[4 : 4 + size])
+            # The reads first: most entries a run looks at after an edit are stale, and unpickling costs.
+            if kept_relative != relative or relative not in dict(read):
+                return None
+            if not all(self._digest(name) == digest for name, digest in read):
+                return None
+            module = _ModelUnpickler(io.BytesIO(body[4 + size :])).load()
         except Exception:  # noqa: BLE001 - whatever a damaged entry raises, the spec file is executed instead
             return None
-        if kept_relative != relative or not isinstance(module, ModuleSpec) or module.spec_file != relative:
+        if not isinstance(module, ModuleSpec) or module.spec_file != relative:
             return None
-        read = dict(module.read)
-        if relative not in read or not all(self._digest(name) == digest for name, digest in read.items()):
-            return None
-        return module
+        return module if [list(pair) for pair in module.read] == read else None
 
     def keep(self, module: ModuleSpec) -> None:
         """Keep a load that just ran; a cache that cannot be written only costs time on the next run."""
         try:
-            payload = pickle.dumps((module.spec_file, module), protocol=pickle.HIGHEST_PROTOCOL)
+            header = json.dumps([module.spec_file, [list(pair) for pair in module.read]]).encode()
+            payload = pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL)
+            body = len(header).to_bytes(4, "big") + header + payload
             path = self._path(module.spec_file)
-            data = self._checksum(payload) + payload
-            if path.is_file() and path.read_bytes() == data:
-                return
             self.folder.mkdir(parents=True, exist_ok=True)
             temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            temporary.write_bytes(data)
+            temporary.write_bytes(self._checksum(body) + body)
             os.replace(temporary, path)  # whole or not at all, whatever runs at the same time
-        except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError):
+        except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError, ValueError):
             pass
 
     def _path(self, relative: str) -> Path:
@@ -86,10 +90,10 @@ class ModelCache:
         except OSError:
             return None
 
-    def _checksum(self, payload: bytes) -> bytes:
+    def _checksum(self, body: bytes) -> bytes:
         if self._setup is None:
             self._setup = _setup()
-        return hashlib.sha256(self._setup + payload).digest()
+        return hashlib.sha256(self._setup + body).digest()
 
 
 def _setup() -> bytes:

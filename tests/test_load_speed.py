@@ -168,31 +168,33 @@ def test_an_edit_to_any_file_a_load_read_executes_it_again(counted, edited):
     assert ("FBGEMM, as a data file says." in fbgemm) == edited.endswith(".txt")
 
 
-def _pickled_with_a_valid_checksum(project, payload: bytes) -> bytes:
+def _kept(project, relative="spec/fbgemm.py"):
     from generator import model_cache
 
-    return model_cache.ModelCache(project)._checksum(payload) + payload
+    cache = model_cache.ModelCache(project)
+    module = cache.lookup(relative)
+    assert module is not None
+    return cache, module
 
 
 def _forged_doc(project, data):
-    """The entry's module with another docstring, its checksum made valid: what only --force may ignore."""
+    """The entry's module with another docstring, kept with a valid checksum: what only --force may ignore."""
     import dataclasses
-    import pickle
 
-    relative, module = pickle.loads(data[32:])
-    forged = dataclasses.replace(module, doc="A forged docstring.")
-    return _pickled_with_a_valid_checksum(project, pickle.dumps((relative, forged)))
+    cache, module = _kept(project)
+    cache.keep(dataclasses.replace(module, doc="A forged docstring."))
+    return cache._path(module.spec_file).read_bytes()
 
 
 def _stale_read(project, data):
     """A valid entry that records another digest for spec/_common.py than the file has now."""
     import dataclasses
-    import pickle
 
-    relative, module = pickle.loads(data[32:])
+    cache, module = _kept(project)
     read = tuple((name, "0" * 64 if name == "spec/_common.py" else digest) for name, digest in module.read)
     assert read != module.read
-    return _pickled_with_a_valid_checksum(project, pickle.dumps((relative, dataclasses.replace(module, read=read))))
+    cache.keep(dataclasses.replace(module, read=read))
+    return cache._path(module.spec_file).read_bytes()
 
 
 class _Payload:
@@ -210,9 +212,13 @@ def marker(project):
 
 
 def _code(project, data):
+    """A valid header and checksum around a pickle that would run code."""
     import pickle
 
-    return _pickled_with_a_valid_checksum(project, pickle.dumps(("spec/fbgemm.py", _Payload(marker(project)))))
+    cache, module = _kept(project)
+    header = json.dumps([module.spec_file, [list(pair) for pair in module.read]]).encode()
+    body = len(header).to_bytes(4, "big") + header + pickle.dumps(_Payload(marker(project)))
+    return cache._checksum(body) + body
 
 
 ENTRY_CORRUPTIONS = {
