@@ -13,7 +13,8 @@ classes) is ignored, the spec file executed and the entry replaced.
 
 This trusts the same records that let `regenerate` skip a fresh target: what a
 spec load makes depends only on the project files it reads. Commands that must
-not trust them (`regenerate --force`, `check --full`) execute every spec file.
+not trust them (`regenerate --force`, `check --full`) execute every spec file, and so
+does `matrix`, which shows what every spec file prints.
 """
 
 from __future__ import annotations
