@@ -36,6 +36,7 @@ def load_and_build(
     jobs: int,
     built: Callable[[str], None] | None = None,
     reuse: bool = False,
+    keep: bool = False,
 ) -> tuple[list[ExpandedModule], dict[str, str]]:
     """Load the spec, validating its torch names, and build the given targets (`built` hears of each).
 
@@ -43,10 +44,11 @@ def load_and_build(
     once whatever is new has been handed to the formatting workers, which are forked
     before it: black and torch's import overlap. Its errors still come first: a wrong
     torch name is reported rather than anything it caused in expansion or rendering.
-    `reuse` takes unchanged spec files' loads from the model cache (spec_loading.load_modules).
+    `reuse` takes unchanged spec files' loads from the model cache, `keep` keeps those made there
+    (spec_loading.load_modules).
     """
     with Formatter(jobs, cache_folder(root)) as formatter:
-        specs = spec_loading.load_modules(root, reuse=reuse)
+        specs = spec_loading.load_modules(root, reuse=reuse, keep=keep)
         validated = []
 
         def validate() -> None:

@@ -47,14 +47,14 @@ def spec_context(root: Path):
         _forget_spec_package()
 
 
-def load_modules(root: Path, exclude: Path | None = None, reuse: bool = False) -> list[ModuleSpec]:
+def load_modules(root: Path, exclude: Path | None = None, reuse: bool = False, keep: bool = False) -> list[ModuleSpec]:
     """Execute every spec file (but `exclude`, one `import` is about to replace) and return their modules.
 
     Each module records the project files its load read (`ModuleSpec.read`), and
     each load runs on fresh project modules, so no spec file changes another's
     output (see generator/spec_reads.py). With `reuse`, a spec file none of whose
     recorded reads changed is not executed: its last load is taken from the
-    model cache (generator/model_cache.py), and every load made is kept there.
+    model cache (generator/model_cache.py). With `keep`, every load made is kept there.
     """
     root = root.resolve()
     exclude = exclude.resolve() if exclude is not None else None
@@ -73,7 +73,7 @@ def load_modules(root: Path, exclude: Path | None = None, reuse: bool = False) -
     _check_unique_outputs(modules)
     _check_unique_backends(modules)
     _check_declarations_have_a_reference(modules)
-    if reuse:  # the runs that execute everything anyway (--force, --full, matrix) do not pay for keeping
+    if keep:
         for module in made:
             cache.keep(module)
     return modules

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -152,6 +153,16 @@ def test_force_and_check_full_execute_every_spec_file(counted):
                           cwd=counted, env=env, capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert runs(counted) == 3
+
+
+def test_force_fills_the_model_cache_for_the_next_edit(counted):
+    shutil.rmtree(counted / ".cache" / "generator" / "models")
+    regenerate(counted, "--force")
+    assert runs(counted) == 2
+    edit_x86(counted)
+    regenerate(counted)
+    assert runs(counted) == 2
+    assert_committed_outputs(counted)
 
 
 @pytest.mark.parametrize("edited", ["spec/_common.py", "spec/fbgemm_doc.txt"])
