@@ -235,7 +235,7 @@ def _regenerate(args, console: Console) -> int:
     stale = [t for t in targets if args.force or planning.freshness(t, recorded) != "fresh"]
     modules, texts = None, {}
     if stale:
-        modules, texts = build_with_progress("regenerate", root, stale, args.jobs)
+        modules, texts = build_with_progress("regenerate", root, stale, args.jobs, reuse=not args.force, keep=True)
         targets = _observed(targets, modules)
     report_lint(console, lint_findings(root, targets, modules), args.strict)
     orphans = planning.orphans(root, targets)
@@ -270,13 +270,19 @@ def _matrix(args, console: Console) -> int:
     return OK
 
 
-def build_with_progress(command: str, root: Path, targets, jobs: int):
-    """pipeline.load_and_build, with a progress line on a terminal: seconds when torch or black start cold."""
+def build_with_progress(command: str, root: Path, targets, jobs: int, reuse: bool = False, keep: bool = False):
+    """pipeline.load_and_build, with a progress line on a terminal: seconds when torch or black start cold.
+
+    `reuse`: trust the recorded reads of unchanged spec files, as a plain regenerate trusts the
+    manifest; --force and check --full execute every spec file. `keep`: keep the loads made for
+    later runs (regenerate, --force included: it fills the caches).
+    """
     from generator import importability, pipeline
 
     with progress.Progress(command) as shown:
         shown.step(f"loading spec/ to build {len(targets)} file(s)")
-        modules, texts = pipeline.load_and_build(root, targets, jobs, built=shown.counter("built", len(targets)))
+        built = shown.counter("built", len(targets))
+        modules, texts = pipeline.load_and_build(root, targets, jobs, built=built, reuse=reuse, keep=keep)
     importability.require_importable_anywhere(modules)  # before anything is written
     return modules, texts
 
@@ -352,7 +358,7 @@ def cmd_check(args, console: Console) -> int:
     # The slow path (torch names, black) runs only once something is wrong, to show the fix.
     if texts is None and problems:
         wrong = [t for t in targets if t.name in problems]
-        _, texts = build_with_progress("check", root, wrong, args.jobs)
+        _, texts = build_with_progress("check", root, wrong, args.jobs, reuse=True, keep=True)
     _explain(root, targets, problems, orphaned, console, texts or {}, recorded)
     if manifest_problem is not None:
         _explain_manifest(root, manifest_problem, console)
@@ -592,7 +598,9 @@ def build_parser() -> argparse.ArgumentParser:
     regenerate = add_command(
         "regenerate", help=f"write generated/ and {planning.MATRIX_OUTPUT} from spec/ (only what changed)"
     )
-    regenerate.add_argument("--force", action="store_true", help="re-render every module, even unchanged ones")
+    regenerate.add_argument(
+        "--force", action="store_true", help="re-run every spec file and re-render every module, even unchanged ones"
+    )
     check = add_command("check", help="exit 1 if a generated file is stale, missing or hand-edited")
     check.add_argument("--full", action="store_true", help="re-render everything and compare bytes")
     for command in (regenerate, check):

@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from types import CodeType, SimpleNamespace
 
-from generator import model, number_spelling
+from generator import model, number_spelling, spec_syntax
 from generator.errors import EmptyAxisError, GeneratorError, SpecFieldError
 from generator.model import SourceLocation
 
@@ -72,6 +72,7 @@ def forget_source_files() -> None:
 def set_project_root(root: Path | None) -> None:
     global _project_root
     _project_root = root.resolve() if root is not None else None
+    _spec_files.clear()
 
 
 def spec_location() -> SourceLocation | None:
@@ -80,7 +81,7 @@ def spec_location() -> SourceLocation | None:
         return None
     frame = sys._getframe(1)
     while frame is not None:
-        relative = _spec_relative(frame.f_code.co_filename, _project_root)
+        relative = _spec_relative(frame.f_code.co_filename)
         if relative is not None:
             return SourceLocation(relative, _line_number(frame))
         frame = frame.f_back
@@ -109,12 +110,20 @@ def _line_number(frame) -> int:
     return line if line is not None else frame.f_lineno
 
 
-@functools.cache
-def _spec_relative(filename: str, root: Path) -> str | None:
+# code file name -> `spec/x.py` or None, for the current project root (cleared when it is set)
+_spec_files: dict[str, str | None] = {}
+
+
+def _spec_relative(filename: str) -> str | None:
     """`spec/x.py` for a file in the project's spec folder, else None (cached: called per name)."""
-    if not filename.startswith(str(root / "spec")):
-        return None
-    return str(Path(filename).relative_to(root))
+    try:
+        return _spec_files[filename]
+    except KeyError:
+        pass
+    root = _project_root
+    relative = str(Path(filename).relative_to(root)) if filename.startswith(str(root / "spec")) else None
+    _spec_files[filename] = relative
+    return relative
 
 
 def blame(value) -> SourceLocation | None:
@@ -130,7 +139,7 @@ def blame(value) -> SourceLocation | None:
     frames = []
     frame = sys._getframe(1)
     while frame is not None:
-        relative = _spec_relative(frame.f_code.co_filename, _project_root)
+        relative = _spec_relative(frame.f_code.co_filename)
         # Comprehensions are frames of their own; they only pass values through.
         comprehension = frame.f_code.co_name.startswith("<") and frame.f_code.co_name != "<module>"
         if relative is not None and not comprehension:
@@ -181,11 +190,9 @@ def _assignment_line(frame, value) -> int | None:
 @functools.cache
 def _name_assignments(filename: str) -> tuple[tuple[int, str], ...]:
     """(line, name) of every `name = ...` in a spec file."""
-    tree = ast.parse(Path(filename).read_bytes(), filename)  # bytes: decoded as Python decodes source
     return tuple(
         (node.lineno, target.id)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Assign)
+        for node in spec_syntax.index(filename).assignments
         for target in node.targets
         if isinstance(target, ast.Name)
     )
@@ -204,13 +211,11 @@ def at_argument(location: SourceLocation | None, argument: str) -> SourceLocatio
 def _keyword_lines(filename: str) -> dict[tuple[str, int], int]:
     """{(keyword, line of the call): line of the value} for each keyword argument in a spec file
     (the first, where a line opens several calls): one parse per file, whatever the keyword."""
-    tree = ast.parse(Path(filename).read_bytes(), filename)
     found: dict[tuple[str, int], int] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            for keyword_node in node.keywords:
-                if keyword_node.arg is not None:
-                    found.setdefault((keyword_node.arg, node.lineno), keyword_node.value.lineno)
+    for node in spec_syntax.index(filename).calls:
+        for keyword_node in node.keywords:
+            if keyword_node.arg is not None:
+                found.setdefault((keyword_node.arg, node.lineno), keyword_node.value.lineno)
     return found
 
 
@@ -478,10 +483,9 @@ def _to_ref(value, what: str, example: str = "nn.Conv2d") -> model.TorchRef | No
 @functools.cache
 def _assignments(filename: str) -> tuple[tuple[int, int, str], ...]:
     """(first line, last line, target name) of each `name = call(...)` in a spec file."""
-    tree = ast.parse(Path(filename).read_bytes(), filename)  # bytes: decoded as Python decodes source
     found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+    for node in spec_syntax.index(filename).assignments:
+        if len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
                 found.append((node.value.lineno, node.value.end_lineno, target.id))

@@ -312,14 +312,45 @@ def _add_unique(found: dict, name: str, value, kind: str) -> None:
         )
 
 
-def torch_refs(value):
-    """Every TorchRef inside a model value, depth first, in field order."""
-    if isinstance(value, TorchRef):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from torch_refs(item)
-    elif hasattr(value, "__dataclass_fields__"):
-        for name in value.__dataclass_fields__:
-            if name != "location":
-                yield from torch_refs(getattr(value, name))
+def torch_refs(value) -> list[TorchRef]:
+    """Every TorchRef inside a model value, depth first, in field order; a shared value is walked once.
+
+    A spec shares its values (one dtype config list reaches hundreds of patterns,
+    and a module holds its spec's backends and their expansion), so walking every
+    occurrence would visit the same objects again and again; a value already
+    walked holds only refs already found, so each distinct ref's first use is
+    the same either way.
+    """
+    found: list[TorchRef] = []
+    walked: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind in _LEAVES or id(item) in walked:
+            continue
+        if isinstance(item, TorchRef):
+            found.append(item)
+            continue
+        names = _walked_fields.get(kind)
+        if names is None:
+            names = _walked_fields[kind] = _fields_to_walk(kind)
+        walked.add(id(item))
+        if names is _ITEMS:
+            stack.extend(reversed(item))
+        else:
+            stack.extend(getattr(item, name) for name in names)
+    return found
+
+
+_LEAVES = frozenset({str, int, float, bool, type(None), bytes})
+_ITEMS = ("<items>",)
+_walked_fields: dict[type, tuple[str, ...]] = {}
+
+
+def _fields_to_walk(kind: type) -> tuple[str, ...]:
+    """The fields torch_refs walks for a value of this type, last first (the stack reverses them)."""
+    if issubclass(kind, (tuple, list)):
+        return _ITEMS
+    fields = getattr(kind, "__dataclass_fields__", None)
+    return tuple(reversed([n for n in fields if n != "location"])) if fields else ()

@@ -55,26 +55,30 @@ def _check_case_clashes(modules: list[ExpandedModule]) -> None:
 
 def _check_module_name(root: Path, module: ExpandedModule, recorded: manifest.Manifest | None) -> None:
     spec = module.spec
-    where = at_argument(spec.location, "name") or spec.location
     literal = planning.module_name(root / spec.spec_file)
+
+    def where() -> SourceLocation | None:
+        # Found only for an error: it parses the spec file, which is big when the backend is.
+        return at_argument(spec.location, "name") or spec.location
+
     if spec.name != literal:
         raise NameClashError(
             f"Module(name=...) must be a string literal, such as name={spec.name!r}: check and regenerate read "
             f"it without running the spec, and would take this module for generated/{literal}.py",
-            where,
+            where(),
         )
     if _is_dunder(spec.name) or spec.name in PACKAGE_FILES:
         raise NameClashError(
             f"module name {spec.name!r} would replace generated/{spec.name}.py, a file of the generated/ "
             "package itself; rename the spec file or give Module(name=...) another name",
-            where,
+            where(),
         )
     output = root / spec.output
     if _not_ours(output, spec.output, recorded):
         raise NameClashError(
             f"module name {spec.name!r} would overwrite {spec.output}, which the generator did not write; "
             "move that file away or give the module another name",
-            where,
+            where(),
         )
 
 

@@ -32,7 +32,12 @@ def load(root: Path, validate: bool) -> list[ExpandedModule]:
 
 
 def load_and_build(
-    root: Path, targets: list[Target], jobs: int, built: Callable[[str], None] | None = None
+    root: Path,
+    targets: list[Target],
+    jobs: int,
+    built: Callable[[str], None] | None = None,
+    reuse: bool = False,
+    keep: bool = False,
 ) -> tuple[list[ExpandedModule], dict[str, str]]:
     """Load the spec, validating its torch names, and build the given targets (`built` hears of each).
 
@@ -41,9 +46,11 @@ def load_and_build(
     black go on meanwhile; names already known are checked while black runs. Its
     errors still come first: a wrong torch name is reported rather than anything
     it caused in expansion or rendering, and before anything is written.
+    `reuse` takes unchanged spec files' loads from the model cache, `keep` keeps those made there
+    (spec_loading.load_modules).
     """
     with Formatter(jobs, cache_folder(root)) as formatter:
-        specs = spec_loading.load_modules(root)
+        specs = spec_loading.load_modules(root, reuse=reuse, keep=keep)
         with resolution.Validation(specs, root) as validation:
             try:
                 modules = [expand_module(m) for m in specs]
@@ -82,7 +89,7 @@ def build(
     largest_first = sorted(wanted, key=lambda t: -_pattern_count(by_name[t.name]))
     templates = root / "templates"
     if wanted:  # before forking black's workers, which would each compile them; the matrix needs only its own
-        rendering.preload(templates)
+        rendering.preload(templates, cache_folder(root))
     texts = {}
     pending = {}
     rendered = {}

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import hashlib
+import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator import digests, manifest
+from generator import digests, manifest, spec_syntax
 
 MATRIX = "support-matrix"
 MATRIX_OUTPUT = Path("docs") / "support-matrix.md"
@@ -183,18 +186,88 @@ def module_name(spec_file: Path) -> str:
     """The generated module's name: `Module(name=...)` if given literally, else the file stem.
 
     Read from the syntax tree so that `check` can map specs to outputs without
-    executing them.
+    executing them. Parsing a spec of thousands of patterns costs more than the
+    rest of `check`, so the name is kept by the file's content (and this code's)
+    in .cache/generator/module-names.json; a kept name that is wrong can only make a
+    run fail, never write elsewhere: a build compares it with the executed spec's.
     """
+    source = spec_file.read_bytes()
+    names = _ModuleNames.of(spec_file.parent.parent)
+    key = names.key(source)
+    name = names.get(key)
+    if name is None:
+        name = _parsed_module_name(spec_file)
+        names.put(key, name)
+    return name
+
+
+def _parsed_module_name(spec_file: Path) -> str:
     try:
-        tree = ast.parse(spec_file.read_bytes(), str(spec_file))  # bytes: Python decodes (BOM, coding cookie)
+        calls = spec_syntax.index(spec_file).calls
     except SyntaxError:
         return spec_file.stem
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Module":
+    for node in calls:
+        if getattr(node.func, "id", None) == "Module":
             for keyword in node.keywords:
                 if keyword.arg == "name" and isinstance(keyword.value, ast.Constant):
                     return str(keyword.value.value)
     return spec_file.stem
+
+
+class _ModuleNames:
+    """{key: [name, checksum]} in .cache/generator/module-names.json; a corrupt entry or file is ignored."""
+
+    _open: dict[Path, _ModuleNames] = {}
+    _KEPT = 256
+
+    def __init__(self, root: Path):
+        self.path = root / ".cache" / "generator" / "module-names.json"
+        try:
+            stored = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            stored = {}
+        self.stored = stored if isinstance(stored, dict) else {}
+
+    @classmethod
+    def of(cls, root: Path) -> _ModuleNames:
+        found = cls._open.get(root)
+        if found is None:
+            found = cls._open[root] = cls(root)
+        return found
+
+    @staticmethod
+    def key(source: bytes) -> str:
+        return hashlib.sha256(_module_name_code() + source).hexdigest()
+
+    def get(self, key: str) -> str | None:
+        entry = self.stored.get(key)
+        if isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, str) for x in entry):
+            if entry[1] == _name_checksum(key, entry[0]):
+                return entry[0]
+        return None
+
+    def put(self, key: str, name: str) -> None:
+        if len(self.stored) >= self._KEPT:
+            self.stored = {}  # names of contents long gone
+        self.stored[key] = [name, _name_checksum(key, name)]
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(self.stored, indent=0, sort_keys=True), encoding="utf-8")
+            os.replace(temporary, self.path)
+        except OSError:
+            pass  # a read-only checkout parses again next time
+
+
+def _name_checksum(key: str, name: str) -> str:
+    return hashlib.sha256(f"{key}\0{name}".encode()).hexdigest()[:16]
+
+
+@functools.cache
+def _module_name_code() -> bytes:
+    """The code that reads a module name: kept names made by other code are not used."""
+    here = Path(__file__).parent
+    return b"".join((here / name).read_bytes() for name in ("planning.py", "spec_syntax.py")) + b"\0"
 
 
 def lint_cache_file(root: Path, targets: list[Target]) -> Path:

@@ -26,6 +26,7 @@ from generator.model import (
     SourceLocation,
 )
 from generator.source_spelling import bound_source, docstring, import_lines, python_source
+from generator.template_cache import TemplateBytecodeCache
 
 
 @functools.cache
@@ -67,9 +68,11 @@ def markdown_code(text: str) -> str:
     return fence + padded.replace("|", "\\|") + fence
 
 
-def preload(templates_dir: Path) -> None:
-    """Compile every template now, e.g. before forking workers that would each compile them."""
+def preload(templates_dir: Path, cache_folder: Path | None = None) -> None:
+    """Compile every template now, or load it from `cache_folder` (see template_cache) when given."""
     env = make_environment(templates_dir)
+    if cache_folder is not None:
+        env.bytecode_cache = TemplateBytecodeCache(cache_folder / "templates")
     for name in env.list_templates(extensions=["j2"]):
         env.get_template(name)
 

@@ -16,7 +16,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from generator import dsl, spec_reads, user_code
+from generator import dsl, model_cache, spec_reads, user_code
 from generator.errors import (
     DeclarationWithoutReferenceError,
     DuplicateBackendError,
@@ -47,21 +47,35 @@ def spec_context(root: Path):
         _forget_spec_package()
 
 
-def load_modules(root: Path, exclude: Path | None = None) -> list[ModuleSpec]:
+def load_modules(root: Path, exclude: Path | None = None, reuse: bool = False, keep: bool = False) -> list[ModuleSpec]:
     """Execute every spec file (but `exclude`, one `import` is about to replace) and return their modules.
 
     Each module records the project files its load read (`ModuleSpec.read`), and
     each load runs on fresh project modules, so no spec file changes another's
-    output (see generator/spec_reads.py).
+    output (see generator/spec_reads.py). With `reuse`, a spec file none of whose
+    recorded reads changed is not executed: its last load is taken from the
+    model cache (generator/model_cache.py). With `keep`, every load made is kept there.
     """
     root = root.resolve()
     exclude = exclude.resolve() if exclude is not None else None
     observer = spec_reads.Observer(root)
+    cache = model_cache.ModelCache(root)
+    modules, made = [], []
     with spec_context(root):
-        modules = [_load_one(root, path, observer) for path in spec_files(root) if path != exclude]
+        for path in spec_files(root):
+            if path == exclude:
+                continue
+            module = cache.lookup(str(path.relative_to(root))) if reuse else None
+            if module is None:
+                module = _load_one(root, path, observer)
+                made.append(module)
+            modules.append(module)
     _check_unique_outputs(modules)
     _check_unique_backends(modules)
     _check_declarations_have_a_reference(modules)
+    if keep:
+        for module in made:
+            cache.keep(module)
     return modules
 
 

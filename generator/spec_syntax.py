@@ -1,0 +1,65 @@
+"""The calls and assignments of a spec file's syntax tree, parsed once per file content.
+
+Locating a spec line (the argument a wrong value was written at, the name a
+dtype config is assigned to) and reading a module's name without running its
+spec both look at the same trees. Each file is parsed once for what it holds
+now: the index is kept by the bytes it was made from, so an edited file is
+parsed again. A spec of thousands of patterns has a hundred thousand nodes but
+a handful of statements, so assignments (always statements) are found without
+visiting expressions, and calls only when asked for.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+
+class SyntaxIndex:
+    """A parsed file's `ast.Call` nodes (in ast.walk order) and `ast.Assign` statements (in source order)."""
+
+    def __init__(self, tree: ast.Module):
+        self.tree = tree
+
+    @functools.cached_property
+    def calls(self) -> tuple[ast.Call, ...]:
+        return tuple(node for node in ast.walk(self.tree) if isinstance(node, ast.Call))
+
+    @functools.cached_property
+    def assignments(self) -> tuple[ast.Assign, ...]:
+        return tuple(node for node in _statements(self.tree) if isinstance(node, ast.Assign))
+
+
+def _statements(tree: ast.Module):
+    """Every statement, outer ones first, each block in source order: expressions hold no statements."""
+    blocks = [tree.body]
+    while blocks:
+        block = blocks.pop(0)
+        for statement in block:
+            yield statement
+            for field in statement._fields:
+                value = getattr(statement, field, None)
+                if isinstance(value, list) and value:
+                    if isinstance(value[0], ast.stmt):
+                        blocks.append(value)
+                    elif isinstance(value[0], (ast.excepthandler, ast.match_case)):
+                        blocks.extend(item.body for item in value)
+
+
+# source bytes -> index: positions do not depend on the file's name, and one file is often
+# reached by two spellings of its path (planning's and the loader's).
+_indexes: dict[bytes, SyntaxIndex] = {}
+_KEPT = 64
+
+
+def index(filename: str | Path) -> SyntaxIndex:
+    """The file's index; raises OSError or SyntaxError as reading and ast.parse do."""
+    source = Path(filename).read_bytes()
+    found = _indexes.get(source)
+    if found is None:
+        tree = ast.parse(source, str(filename))  # bytes: decoded as Python decodes source (BOM, coding cookie)
+        if len(_indexes) >= _KEPT:
+            _indexes.clear()  # a long-lived process (the tests) must not keep every version of every file
+        found = _indexes[source] = SyntaxIndex(tree)
+    return found

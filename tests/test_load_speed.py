@@ -1,0 +1,307 @@
+"""What makes the load stage fast keeps it right: the template bytecode cache and the refs walk."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from generator import pipeline
+from generator.expansion import torch_refs
+from generator.model import TorchRef
+from tests.builders import GENERATED_MODULES
+from tests.conftest import ROOT
+
+OUTPUTS = [f"generated/{module}.py" for module in GENERATED_MODULES] + ["docs/support-matrix.md"]
+
+
+def regenerate(project, *args):
+    """A real run in a fresh interpreter: in-process runs keep compiled templates in memory."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-m", "generator", "--root", str(project), "regenerate", *args],
+                          cwd=project, env=env, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def template_cache_files(project):
+    return sorted((project / ".cache" / "generator" / "templates").glob("*.bin"))
+
+
+def _literal_changed(data: bytes) -> bytes:
+    """The same code with one of its string constants altered, its checksum left as it was."""
+    for literal in (b"BackendPatternConfig", b"DTypeConfig", b"def ", b"import "):
+        if literal in data:
+            return data.replace(literal, literal[:-1] + bytes([literal[-1] ^ 1]), 1)
+    return data[:-1] + bytes([data[-1] ^ 1])
+
+
+CORRUPTIONS = {
+    "truncated": lambda data: data[: len(data) // 2],
+    "empty": lambda data: b"",
+    "garbage": lambda data: os.urandom(len(data)),
+    "literal changed": _literal_changed,
+}
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+def test_a_corrupt_template_cache_cannot_change_output(project, corruption):
+    regenerate(project, "--force")
+    files = template_cache_files(project)
+    assert len(files) >= len(list((project / "templates").rglob("*.j2"))) >= 2
+    corrupted = {}
+    for path in files:
+        corrupted[path] = CORRUPTIONS[corruption](path.read_bytes())
+        path.write_bytes(corrupted[path])
+    regenerate(project, "--force")
+    for output in OUTPUTS:
+        assert (project / output).read_bytes() == (ROOT / output).read_bytes(), output
+    assert all(path.read_bytes() != corrupted[path] for path in files)  # compiled again, and replaced
+
+
+def test_an_edited_template_is_compiled_again(project):
+    regenerate(project, "--force")
+    module_template = project / "templates" / "module.py.j2"
+    module_template.write_text(module_template.read_text() + "# edited by a test\n")
+    regenerate(project)
+    for module in GENERATED_MODULES:
+        assert "# edited by a test\n" in (project / "generated" / f"{module}.py").read_text(), module
+
+
+def every_ref(value):
+    """Every TorchRef inside a model value, depth first, in field order: each occurrence walked."""
+    if isinstance(value, TorchRef):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from every_ref(item)
+    elif hasattr(value, "__dataclass_fields__"):
+        for name in value.__dataclass_fields__:
+            if name != "location":
+                yield from every_ref(getattr(value, name))
+
+
+def test_walking_shared_values_once_finds_every_ref_first_used_where_the_full_walk_does():
+    """importability reports each package's first use, and rendering imports what the refs name."""
+    for module in pipeline.load(ROOT, validate=False):
+        full = list(every_ref(module))
+        found = torch_refs(module)
+        assert len(found) < len(full), module.spec.name  # it does skip shared values
+        assert [id(r) for r in dict.fromkeys(full)] == [id(r) for r in dict.fromkeys(found)], module.spec.name
+        assert list(dict.fromkeys(full)) == list(dict.fromkeys(found)), module.spec.name
+
+
+# ---------------------------------------------------------------- the model cache
+
+MODULE_DOC = 'doc="BackendConfig for PyTorch\'s native FBGEMM backend.",'
+COUNTING = (
+    "\nimport pathlib as _pathlib\n"
+    "with (_pathlib.Path(__file__).parent.parent / 'fbgemm-runs.log').open('a') as _log:\n"
+    "    _log.write('run\\n')\n"
+)
+
+
+@pytest.fixture
+def counted(project):
+    """The project, with spec/fbgemm.py counting its executions in fbgemm-runs.log and its module
+    docstring read from spec/fbgemm_doc.txt; regenerated once, so the model cache holds every load."""
+    spec = project / "spec" / "fbgemm.py"
+    text = spec.read_text()
+    assert MODULE_DOC in text
+    (project / "spec" / "fbgemm_doc.txt").write_text("BackendConfig for PyTorch's native FBGEMM backend.")
+    reading = "doc=(_pathlib.Path(__file__).parent / 'fbgemm_doc.txt').read_text(),"
+    spec.write_text(COUNTING + text.replace(MODULE_DOC, reading))
+    regenerate(project)
+    assert runs(project) == 1
+    assert_committed_outputs(project)
+    return project
+
+
+def runs(project) -> int:
+    log = project / "fbgemm-runs.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def assert_committed_outputs(project):
+    for output in OUTPUTS:
+        assert (project / output).read_bytes() == (ROOT / output).read_bytes(), output
+
+
+def edit_x86(project):
+    with (project / "spec" / "x86.py").open("a") as spec:
+        spec.write("# an edit\n")
+
+
+def model_entry(project, spec="fbgemm"):
+    return project / ".cache" / "generator" / "models" / f"spec_{spec}.py.pickle"
+
+
+def test_after_an_edit_to_one_spec_file_the_others_are_not_executed_again(counted):
+    edit_x86(counted)
+    regenerate(counted)
+    assert runs(counted) == 1  # fbgemm's load came from the cache
+    assert_committed_outputs(counted)
+
+
+def test_force_and_check_full_execute_every_spec_file(counted):
+    regenerate(counted, "--force")
+    assert runs(counted) == 2
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-m", "generator", "--root", str(counted), "check", "--full"],
+                          cwd=counted, env=env, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert runs(counted) == 3
+
+
+def test_force_fills_the_model_cache_for_the_next_edit(counted):
+    shutil.rmtree(counted / ".cache" / "generator" / "models")
+    regenerate(counted, "--force")
+    assert runs(counted) == 2
+    edit_x86(counted)
+    regenerate(counted)
+    assert runs(counted) == 2
+    assert_committed_outputs(counted)
+
+
+@pytest.mark.parametrize("edited", ["spec/_common.py", "spec/fbgemm_doc.txt"])
+def test_an_edit_to_any_file_a_load_read_executes_it_again(counted, edited):
+    path = counted / edited
+    if edited.endswith(".txt"):
+        path.write_text("FBGEMM, as a data file says.")
+    else:
+        path.write_text(path.read_text() + "# an edit\n")
+    edit_x86(counted)
+    regenerate(counted)
+    assert runs(counted) == 2
+    fbgemm = (counted / "generated" / "fbgemm.py").read_text()
+    assert ("FBGEMM, as a data file says." in fbgemm) == edited.endswith(".txt")
+
+
+def _kept(project, relative="spec/fbgemm.py"):
+    from generator import model_cache
+
+    cache = model_cache.ModelCache(project)
+    module = cache.lookup(relative)
+    assert module is not None
+    return cache, module
+
+
+def _forged_doc(project, data):
+    """The entry's module with another docstring, kept with a valid checksum: what only --force may ignore."""
+    import dataclasses
+
+    cache, module = _kept(project)
+    cache.keep(dataclasses.replace(module, doc="A forged docstring."))
+    return cache._path(module.spec_file).read_bytes()
+
+
+def _stale_read(project, data):
+    """A valid entry that records another digest for spec/_common.py than the file has now."""
+    import dataclasses
+
+    cache, module = _kept(project)
+    read = tuple((name, "0" * 64 if name == "spec/_common.py" else digest) for name, digest in module.read)
+    assert read != module.read
+    cache.keep(dataclasses.replace(module, read=read))
+    return cache._path(module.spec_file).read_bytes()
+
+
+class _Payload:
+    """Unpickled, it would leave a folder behind: an entry may hold nothing but the model's classes."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def __reduce__(self):
+        return (os.mkdir, (str(self.folder),))
+
+
+def marker(project):
+    return project / "made-by-unpickling"
+
+
+def _code(project, data):
+    """A valid header and checksum around a pickle that would run code."""
+    import pickle
+
+    cache, module = _kept(project)
+    header = json.dumps([module.spec_file, [list(pair) for pair in module.read]]).encode()
+    body = len(header).to_bytes(4, "big") + header + pickle.dumps(_Payload(marker(project)))
+    return cache._checksum(body) + body
+
+
+ENTRY_CORRUPTIONS = {
+    "truncated": lambda project, data: data[: len(data) // 2],
+    "garbage": lambda project, data: os.urandom(len(data)),
+    "one byte changed": lambda project, data: data.replace(b"FBGEMM", b"FBGEMm", 1),
+    "stale read": _stale_read,
+    "code": _code,
+}
+
+
+@pytest.mark.parametrize("corruption", sorted(ENTRY_CORRUPTIONS))
+def test_a_corrupt_or_stale_model_entry_is_ignored(counted, corruption):
+    entry = model_entry(counted)
+    entry.write_bytes(ENTRY_CORRUPTIONS[corruption](counted, entry.read_bytes()))
+    edit_x86(counted)
+    regenerate(counted)
+    assert runs(counted) == 2  # executed again
+    assert not marker(counted).exists()
+    assert_committed_outputs(counted)
+    edit_x86(counted)
+    regenerate(counted)
+    assert runs(counted) == 2  # and the entry was replaced by a sound one
+
+
+def test_force_ignores_even_a_valid_looking_entry(counted):
+    entry = model_entry(counted)
+    entry.write_bytes(_forged_doc(counted, entry.read_bytes()))
+    regenerate(counted, "--force")
+    assert_committed_outputs(counted)
+
+
+# ---------------------------------------------------------------- module names kept by content
+
+
+def generator_run(project, *args):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "generator", "--root", str(project), *args],
+                          cwd=project, env=env, capture_output=True, text=True)  # fmt: skip
+
+
+def kept_names(project):
+    return project / ".cache" / "generator" / "module-names.json"
+
+
+def test_a_corrupt_module_name_cache_is_ignored(project):
+    from generator import planning
+
+    assert generator_run(project, "check").returncode == 0
+    stored = json.loads(kept_names(project).read_text())
+    key = planning._ModuleNames.key((project / "spec" / "x86.py").read_bytes())
+    assert stored[key][0] == "x86"
+    stored[key][0] = "other"  # its checksum no longer holds
+    kept_names(project).write_text(json.dumps(stored))
+    done = generator_run(project, "check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    kept_names(project).write_bytes(os.urandom(200))
+    done = generator_run(project, "check")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_forged_module_name_makes_runs_fail_and_writes_nothing_elsewhere(project):
+    from generator import planning
+
+    assert generator_run(project, "check").returncode == 0
+    stored = json.loads(kept_names(project).read_text())
+    key = planning._ModuleNames.key((project / "spec" / "x86.py").read_bytes())
+    stored[key] = ["forged", planning._name_checksum(key, "forged")]
+    kept_names(project).write_text(json.dumps(stored))
+    for command in ("check", "regenerate"):
+        done = generator_run(project, command)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "spec/x86.py" in done.stderr and "generated/forged.py" in done.stderr
+    assert not (project / "generated" / "forged.py").exists()
+    assert_committed_outputs(project)
