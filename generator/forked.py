@@ -12,8 +12,12 @@ the function here: its exception, a bug's traceback included, comes from this
 process, as it did before. With `fork=False`, or without os.fork (Windows), the
 call is made here too.
 
-The child ignores Ctrl-C (the parent reports it, then ends the child on leaving
-the `with`) and ends with its parent: a parent killed outright leaves no child
+Ctrl-C reaches the child too (a terminal sends it to the whole job), which then
+sends back only that it was interrupted, and `result()` raises KeyboardInterrupt
+here: so Ctrl-C is not lost when this process missed it (torch's import can
+swallow a KeyboardInterrupt), and the parent never waits for a child whose user
+code it should have stopped. The parent ends the child on leaving the `with`,
+and the child ends with its parent: a parent killed outright leaves no child
 importing torch for nobody. What Python code prints in the child (user code run
 there) comes out on the parent's standard error when the result is taken, never
 on standard output.
@@ -72,6 +76,8 @@ class Forked:
             sys.stderr.flush()
         if kind == "raised":
             raise value
+        if kind == "interrupted":
+            raise KeyboardInterrupt
         return value
 
     def _receive(self):
@@ -110,7 +116,6 @@ def _run_child(write: int, function: Callable, args: tuple) -> None:
     """In the child: run the call, send its outcome, exit without running any of the parent's clean-up."""
     code = 1
     try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
         _exit_with_parent(os.getppid())
         # What Python code prints is sent with the outcome, and the parent writes it to its standard
         # error: the child's streams may be the parent's in-memory ones (a test's), written to no file.
@@ -119,6 +124,8 @@ def _run_child(write: int, function: Callable, args: tuple) -> None:
             outcome = ("returned", function(*args))
         except GeneratorError as error:
             outcome = ("raised", error)
+        except KeyboardInterrupt:  # Ctrl-C (SIGINT keeps the parent's handler, or SIG_IGN in a background job)
+            outcome = ("interrupted", None)
         data = memoryview(pickle.dumps((*outcome, printed.getvalue())))
         while data:
             data = data[os.write(write, data) :]

@@ -286,6 +286,58 @@ def test_what_the_child_prints_goes_to_standard_error(capfd) -> None:
     assert (out, err) == ("", "said by the child\n")
 
 
+# Ctrl-C reaches the whole job: a child stopped by it says so, and the parent raises KeyboardInterrupt
+# even when it missed the signal itself (torch's import can swallow a KeyboardInterrupt).
+MISSED_CTRL_C = """
+import os, pathlib, signal, sys, time
+from generator import forked
+
+def slow_user_code():
+    time.sleep(60)
+    return "finished"
+
+with forked.Forked(slow_user_code) as call:
+    if sys.argv[1] == "parent-misses-it":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # as if torch's import had swallowed it
+    pathlib.Path(sys.argv[2]).touch()
+    try:
+        print(call.result())
+    except KeyboardInterrupt:
+        print("interrupted")
+"""
+
+
+@pytest.mark.parametrize("job", ["parent-misses-it", "ignored-by-the-job"])
+def test_ctrl_c_stops_a_forked_call_unless_the_job_ignores_it(job, tmp_path) -> None:
+    ready = tmp_path / "ready"
+    ignored = job == "ignored-by-the-job"  # `trap '' INT; cmd &`: the whole job ignores Ctrl-C
+
+    def as_a_job() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN if ignored else signal.default_int_handler)
+
+    process = subprocess.Popen(
+        [sys.executable, "-c", MISSED_CTRL_C, job, str(ready)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=as_a_job,
+    )
+    deadline = time.monotonic() + 30
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.2)  # the child is in its user code
+    os.killpg(process.pid, signal.SIGINT)
+    if ignored:
+        with pytest.raises(subprocess.TimeoutExpired):
+            process.communicate(timeout=1.5)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        return
+    out, _ = process.communicate(timeout=20)
+    assert out == "interrupted\n"
+
+
 # ---------------------------------------------------------------------------
 # diff between revisions: each side's spec lines are found in a child while torch imports
 # ---------------------------------------------------------------------------
