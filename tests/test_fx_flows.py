@@ -82,6 +82,7 @@ from torch.ao.quantization.qconfig_mapping import (
 )
 from torch.ao.quantization.quantize_fx import convert_fx, convert_to_reference_fx, fuse_fx, prepare_fx, prepare_qat_fx
 
+from tests import shared_builds
 from tests.builders import BUILDERS, REFERENCED
 
 # torch.ao.quantization warns that it is deprecated, that quantized tensor creation is deprecated, and
@@ -766,14 +767,39 @@ def empty_config_result(api: str, model: Model, backend: Backend) -> dict:
     """run_flow with an empty BackendConfig of the backend's name: the flow when no pattern matches.
 
     It depends on the model, the flow, the engine and the qconfig mapping only (no FX code in torch
-    2.13 reads a config's name), so backends that share a mapping and an engine share one run.
+    2.13 reads a config's name), so backends that share a mapping and an engine share one run, run
+    once per test run by the first pytest-xdist worker to need it (tests/shared_builds.py).
     """
     key = (model.name, api, backend.engine, repr(backend.mapping(api, model)))
     if key not in _EMPTY_CONFIG_RESULTS:
-        with torch.random.fork_rng(devices=[]):
-            empty = BackendConfig(backend.builder.theirs()().name)
-            _EMPTY_CONFIG_RESULTS[key] = run_flow(api, model, model.build(), empty, backend)
+
+        def run_empty() -> dict:
+            with torch.random.fork_rng(devices=[]):
+                empty = BackendConfig(backend.builder.theirs()().name)
+                return run_flow(api, model, model.build(), empty, backend)
+
+        factory = shared_builds.SESSION_FACTORY[0]
+        shared_key = repr((*key[:3], _without_addresses(key[3], backend.mapping(api, model))))
+        _EMPTY_CONFIG_RESULTS[key] = shared_builds.computed_once(factory, "empty-config-flows", shared_key, run_empty)
     return _EMPTY_CONFIG_RESULTS[key]
+
+
+_NAMED: dict[str, object] = {}  # each name _without_addresses gave, and the object it names
+
+
+def _without_addresses(text: str, mapping: QConfigMapping) -> str:
+    """repr(mapping), the same in every process: each function's repr (it has an address) by its qualified name.
+
+    Two objects of one name would share a key: that raises instead.
+    """
+    object_types = [*mapping.object_type_qconfigs, *(t for _, t, _ in mapping.module_name_object_type_order_qconfigs)]
+    for object_type in object_types:
+        if " at 0x" in repr(object_type):
+            name = f"{getattr(object_type, '__module__', None)}.{getattr(object_type, '__qualname__', None)}"
+            assert _NAMED.setdefault(name, object_type) is object_type, f"two objects named {name}"
+            text = text.replace(repr(object_type), name)
+    assert " at 0x" not in text, text
+    return text
 
 
 def case_failures(case_id: str, backend: Backend, model: Model, api: str, ours: BackendConfig) -> list[str]:
