@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import difflib
 import importlib
+import importlib.machinery
 import sys
 from pathlib import Path
 
@@ -40,11 +41,45 @@ def spec_context(root: Path):
     dsl.forget_source_files()
     sys.path.insert(0, str(root))
     try:
-        yield
+        with _compiled_once(str(root) + "/"):
+            yield
     finally:
         sys.path[:] = saved_path
         dsl.set_project_root(None)
         _forget_spec_package()
+
+
+# Project source already compiled in this process, by path and source bytes: each spec file's load runs
+# on fresh modules, so spec/_common.py is executed once per spec file, and a long-lived process (the
+# tests) loads the same files again and again. A code object is immutable, so executing it again is
+# executing the file again; PYTHONDONTWRITEBYTECODE (or a read-only project) leaves no .pyc to reuse.
+_COMPILED: dict[tuple[str, bytes], object] = {}
+_COMPILED_LIMIT = 512
+
+
+@contextlib.contextmanager
+def _compiled_once(project_prefix: str):
+    loader = importlib.machinery.SourceFileLoader
+    compile_source = loader.source_to_code
+    installed = tuple(p + "/" for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})  # a venv in the project
+
+    def source_to_code(self, data, path, *args, **kwargs):
+        if not str(path).startswith(project_prefix) or str(path).startswith(installed):
+            return compile_source(self, data, path, *args, **kwargs)
+        key = (str(path), bytes(data))
+        code = _COMPILED.get(key)
+        if code is None:
+            code = compile_source(self, data, path, *args, **kwargs)
+            if len(_COMPILED) >= _COMPILED_LIMIT:
+                _COMPILED.clear()
+            _COMPILED[key] = code
+        return code
+
+    loader.source_to_code = source_to_code
+    try:
+        yield
+    finally:
+        loader.source_to_code = compile_source
 
 
 def load_modules(root: Path, exclude: Path | None = None, reuse: bool = False, keep: bool = False) -> list[ModuleSpec]:

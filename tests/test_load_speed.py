@@ -305,3 +305,37 @@ def test_a_forged_module_name_makes_runs_fail_and_writes_nothing_elsewhere(proje
         assert "spec/x86.py" in done.stderr and "generated/forged.py" in done.stderr
     assert not (project / "generated" / "forged.py").exists()
     assert_committed_outputs(project)
+
+
+def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_again(project, monkeypatch):
+    """Each spec file's load runs on fresh modules, so spec/_common.py runs once per spec file: it is
+    compiled once per content (spec_loading._compiled_once), and an edit is what runs next time."""
+    from importlib.machinery import SourceFileLoader
+
+    from generator import spec_loading
+
+    compiled = []
+    real = SourceFileLoader.source_to_code
+
+    def counting(self, data, path, *args, **kwargs):
+        compiled.append(os.path.basename(path))
+        return real(self, data, path, *args, **kwargs)
+
+    monkeypatch.setattr(SourceFileLoader, "source_to_code", counting)
+    spec_loading._COMPILED.clear()
+    first = spec_loading.load_modules(project)
+    spec_files = [p.name for p in (project / "spec").glob("*.py") if not p.name.startswith("_")]
+    assert sorted(compiled) == sorted(["__init__.py", "_common.py", *spec_files])
+    assert len([m for m in first if m.spec_file != "spec/_common.py"]) == len(spec_files)
+
+    common = project / "spec" / "_common.py"
+    common.write_text(common.read_text().replace("DEFAULT_OPS = [\n", "DEFAULT_OPS = [\n    nn.BatchNorm1d,\n", 1))
+    compiled.clear()
+    again = spec_loading.load_modules(project)
+    assert compiled == ["_common.py"]  # the edited file alone, once
+    alone = "TorchRef(path='torch.nn.BatchNorm1d'"
+
+    def lone_batch_norms(modules):
+        return sum(repr(c.pattern).startswith(alone) for m in modules for b in m.backends for c in b.configs)
+
+    assert lone_batch_norms(again) > lone_batch_norms(first)
