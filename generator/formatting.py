@@ -74,13 +74,15 @@ def format_blocks(blocks: list[str], output: str) -> list[str]:
 
 
 def _style_key() -> str:
-    """What, besides the text, decides black's output: black's version, and this file (black's mode and
-    how pieces are cut and wrapped are written here). Read without importing black: a regenerate that
-    finds every piece in the cache never loads it."""
+    """What, besides the text, decides black's output: black's version, this file (black's mode and
+    how pieces are cut and wrapped are written here) and entry_layout (black is given its layout of an
+    entry: a piece formatted from an older prediction must not outlive it). Read without importing
+    black: a regenerate that finds every piece in the cache never loads it."""
+    from generator import entry_layout
     from generator.digests import installed_version
 
-    this_file = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-    return f"black {installed_version('black')}\0{this_file}\0"
+    files = "\0".join(hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in (__file__, entry_layout.__file__))
+    return f"black {installed_version('black')}\0{files}\0"
 
 
 # ---------------------------------------------------------------------------

@@ -51,3 +51,17 @@ def test_regenerate_keeps_a_string_argument_as_the_spec_spells_it(project):
     written = (project / "generated" / "quotes.py").read_text()
     assert ".set_fuser_method(partial(fuse_conv_bn, \"x', 'y\"))" in written
     assert black.format_str(written, mode=black.Mode()) == written
+
+
+def test_the_format_cache_is_keyed_by_entry_layout_too(tmp_path, monkeypatch):
+    """black is given entry_layout's prediction, so a piece formatted under an older entry_layout (one that
+    rewrote `"x', 'y"` as `"x", "y"`, which the cache's check of the code cannot tell apart) must not be reused."""
+    from pathlib import Path
+
+    from generator import entry_layout, formatting
+
+    before = formatting._style_key()
+    changed = tmp_path / "entry_layout.py"
+    changed.write_text(Path(entry_layout.__file__).read_text() + "\n# another prediction\n")
+    monkeypatch.setattr(entry_layout, "__file__", str(changed))
+    assert formatting._style_key() != before
