@@ -50,6 +50,7 @@ _WRAP_HEAD = "def _():\n    return _(\n        [\n"
 _WRAP_TAIL = "        ]\n    )\n"
 _FORMATTED_MARKER = _ENTRY_INDENT + _ENTRY_LINE
 _LINE_LENGTH = 88  # black's default, which format_block uses
+_FORMAT_DIRECTIVE = re.compile(r"#[^\n]*\b(?:fmt|yapf)\s*:", re.IGNORECASE)  # a comment that turns black off or on
 _BATCH_CHARS = 20_000  # entries per worker task: few enough tasks to keep both cores busy, not one each
 
 
@@ -106,7 +107,8 @@ class Block:
     def __init__(self, block: str):
         parts = block.split(_ENTRY_LINE)
         self.whole = Piece(block.replace(_ENTRY_LINE, ""))
-        self.entries = [Piece(p) for p in parts[1:-1]]
+        # `# fmt: off` (a spec section may say it) reaches past its own entry: such a block is formatted whole.
+        self.entries = [] if _FORMAT_DIRECTIVE.search(block) else [Piece(p) for p in parts[1:-1]]
         self.skeleton = Piece(parts[0] + _ENTRY_INDENT + _PLACEHOLDER + ",\n" + parts[-1]) if self.entries else None
 
     def pieces(self) -> list[Piece]:

@@ -65,3 +65,57 @@ def test_the_format_cache_is_keyed_by_entry_layout_too(tmp_path, monkeypatch):
     changed.write_text(Path(entry_layout.__file__).read_text() + "\n# another prediction\n")
     monkeypatch.setattr(entry_layout, "__file__", str(changed))
     assert formatting._style_key() != before
+
+
+FMT_OFF_SPEC = '''"""A backend with a section that says `fmt: off`: black leaves what follows it in the list alone."""
+
+from generator.dsl import Backend, DTypeConfig, Module, config, torch
+
+a_dtype_config_with_a_name_long_enough_to_make_lines_split = DTypeConfig(
+    input_dtype=torch.quint8, output_dtype=torch.quint8, weight_dtype=torch.qint8, bias_dtype=torch.float
+)
+dtypes = [a_dtype_config_with_a_name_long_enough_to_make_lines_split]
+
+MODULE = Module(
+    doc="Sections.",
+    backends=[
+        Backend(
+            name="sections",
+            builder="get_sections_backend_config",
+            doc="Return it.",
+            configs=[
+                config(torch.nn.Conv2d, dtypes, section="conv"),
+                config(torch.nn.Conv3d, dtypes, section="fmt: off"),
+                config(torch.nn.functional.linear, dtypes, root_module=torch.nn.Linear, section="linear"),
+                config(torch.nn.functional.conv2d, dtypes),
+            ],
+        )
+    ],
+)
+'''
+
+
+def _black_of_whole_module(project, name):
+    """black's output for the module as rendered, whole, without the generator's markers and header."""
+    from generator import formatting, pipeline, rendering
+
+    (module,) = [m for m in pipeline.load(project, validate=False) if f"get_{name}_backend_config" in str(m)]
+    rendered = rendering.render_module(module, project / "templates")
+    unmarked = rendered.replace(formatting.BLOCK_MARKER, "").replace(formatting.ENTRY_MARKER + "\n", "")
+    return black.format_str(unmarked, mode=black.Mode())
+
+
+def test_a_section_that_turns_black_off_gives_what_black_gives_for_the_whole_module(project):
+    """A `# fmt: off` comment in one entry reaches the entries after it: entries formatted one by one (or
+    batched apart, or taken from the cache) were formatted where black leaves the whole module's alone."""
+    from generator import cli
+
+    spec = project / "spec" / "sections.py"
+    spec.write_text(FMT_OFF_SPEC.replace('section="fmt: off"', 'section="conv3d"'))
+    assert cli.main(["--root", str(project), "regenerate", "--jobs", "1"]) == 0  # every entry in the cache
+    spec.write_text(FMT_OFF_SPEC)
+    for jobs in ("1", "2"):
+        assert cli.main(["--root", str(project), "regenerate", "--force", "--jobs", jobs]) == 0
+        written = (project / "generated" / "sections.py").read_text()
+        assert "# fmt: off" in written
+        assert written.split("\n", 2)[2] == _black_of_whole_module(project, "sections")
