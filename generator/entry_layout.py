@@ -26,7 +26,9 @@ import re
 LINE_LENGTH = 88  # black's default, which formatting.format_block uses
 INDENT = " " * 12  # where the builder template puts its pattern entries; see formatting._ENTRY_INDENT
 
-_PLAIN_STRING = re.compile(r"'([^'\"\\\n]*)'")  # black writes it with double quotes
+# A string, from left to right, so that quotes inside another string are not taken for one; a single-quoted
+# one with no quotes inside is a plain string, which black writes with double quotes.
+_STRING = re.compile(r"\"[^\"\n]*\"|'([^'\"\n]*)'|'[^'\n]*'")
 _OPENING_CALL = re.compile(r"\.[A-Za-z_][A-Za-z0-9_]*\(")  # a call whose argument follows on the next lines
 _CALL = re.compile(r"\.?[A-Za-z_][A-Za-z0-9_]*\(")  # a segment starts with a call: `Name(` or `.name(`
 _MAGIC_COMMA = re.compile(r",\s*[)\]}]")
@@ -46,7 +48,7 @@ def laid_out(entry: str) -> str | None:
         if text.startswith("#") and not segments:
             comments.append(INDENT + text + "\n")
         elif _is_segment(text, first=not segments):
-            segments.append(_PLAIN_STRING.sub(r'"\1"', text))
+            segments.append(_double_quoted(text))
         elif segments and _OPENING_CALL.fullmatch(text):
             segments.append(_exploded_dict(text, lines))
         else:
@@ -90,6 +92,11 @@ def _is_segment(text: str, first: bool) -> bool:
         if depth < 0:
             return False
     return False
+
+
+def _double_quoted(segment: str) -> str:
+    """The segment with each plain single-quoted string written with double quotes, as black writes it."""
+    return _STRING.sub(lambda string: string[0] if string[1] is None else f'"{string[1]}"', segment)
 
 
 def _plain_strings_only(segment: str) -> bool:

@@ -50,6 +50,7 @@ _WRAP_HEAD = "def _():\n    return _(\n        [\n"
 _WRAP_TAIL = "        ]\n    )\n"
 _FORMATTED_MARKER = _ENTRY_INDENT + _ENTRY_LINE
 _LINE_LENGTH = 88  # black's default, which format_block uses
+_FORMAT_DIRECTIVE = re.compile(r"#[^\n]*\b(?:fmt|yapf)\s*:", re.IGNORECASE)  # a comment that turns black off or on
 _BATCH_CHARS = 20_000  # entries per worker task: few enough tasks to keep both cores busy, not one each
 
 
@@ -74,13 +75,15 @@ def format_blocks(blocks: list[str], output: str) -> list[str]:
 
 
 def _style_key() -> str:
-    """What, besides the text, decides black's output: black's version, and this file (black's mode and
-    how pieces are cut and wrapped are written here). Read without importing black: a regenerate that
-    finds every piece in the cache never loads it."""
+    """What, besides the text, decides black's output: black's version, this file (black's mode and
+    how pieces are cut and wrapped are written here) and entry_layout (black is given its layout of an
+    entry: a piece formatted from an older prediction must not outlive it). Read without importing
+    black: a regenerate that finds every piece in the cache never loads it."""
+    from generator import entry_layout
     from generator.digests import installed_version
 
-    this_file = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-    return f"black {installed_version('black')}\0{this_file}\0"
+    files = "\0".join(hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in (__file__, entry_layout.__file__))
+    return f"black {installed_version('black')}\0{files}\0"
 
 
 # ---------------------------------------------------------------------------
@@ -104,7 +107,8 @@ class Block:
     def __init__(self, block: str):
         parts = block.split(_ENTRY_LINE)
         self.whole = Piece(block.replace(_ENTRY_LINE, ""))
-        self.entries = [Piece(p) for p in parts[1:-1]]
+        # `# fmt: off` (a spec section may say it) reaches past its own entry: such a block is formatted whole.
+        self.entries = [] if _FORMAT_DIRECTIVE.search(block) else [Piece(p) for p in parts[1:-1]]
         self.skeleton = Piece(parts[0] + _ENTRY_INDENT + _PLACEHOLDER + ",\n" + parts[-1]) if self.entries else None
 
     def pieces(self) -> list[Piece]:
