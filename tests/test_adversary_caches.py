@@ -1,0 +1,75 @@
+"""Adversarial edit sequences against the edit loop's caches (.cache/generator/): models, templates, module names.
+
+Each test makes a project do what a user may do between two runs, then holds every
+command to the truth: what `regenerate --force` writes in a fresh copy of the same
+files with no model, template or module-name cache.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT, session_caches
+
+
+def run(project: Path, *args: str) -> subprocess.CompletedProcess:
+    """A real run in a fresh interpreter, as a user runs it."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "generator", "--root", str(project), *args],
+                          cwd=project, env=env, capture_output=True, text=True)  # fmt: skip
+
+
+def outputs(project: Path) -> dict[str, bytes]:
+    found = {}
+    for folder in ("generated", "docs"):
+        for path in sorted((project / folder).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                found[str(path.relative_to(project))] = path.read_bytes()
+    return found
+
+
+def truth(project: Path, elsewhere: Path) -> dict[str, bytes]:
+    """What `regenerate --force` writes from the same files, with none of the edit loop's caches."""
+    shutil.copytree(project, elsewhere, ignore=shutil.ignore_patterns(".cache", "__pycache__"))
+    (elsewhere / ".cache" / "generator").mkdir(parents=True)
+    for cache_file in session_caches():  # torch names and formatted pieces: not what is attacked here
+        shutil.copy(cache_file, elsewhere / ".cache" / "generator" / cache_file.name)
+    done = run(elsewhere, "regenerate", "--force")
+    assert done.returncode == 0, done.stderr
+    return outputs(elsewhere)
+
+
+def assert_truthful(project: Path, elsewhere: Path) -> None:
+    """regenerate writes what a fresh --force writes; then check and check --full pass."""
+    done = run(project, "regenerate")
+    assert done.returncode == 0, done.stderr
+    assert outputs(project) == truth(project, elsewhere)
+    for command in (["check"], ["check", "--full"]):
+        done = run(project, *command)
+        assert done.returncode == 0, (command, done.stdout, done.stderr)
+
+
+def test_renaming_a_spec_file_names_the_module_after_its_new_name(project, tmp_path):
+    """A spec without Module(name=...) is named after its file: the kept name of the same content is not."""
+    assert run(project, "regenerate").returncode == 0
+    (project / "spec" / "x86.py").rename(project / "spec" / "x86_renamed.py")
+    done = run(project, "check")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert_truthful(project, tmp_path / "truth")
+    assert (project / "generated" / "x86_renamed.py").is_file()
+    assert not (project / "generated" / "x86.py").exists()
+
+
+def test_two_spec_files_with_the_same_content_make_two_modules(project, tmp_path):
+    """Twins whose backend is named after the spec module: one content, two files, two generated modules."""
+    spec = project / "spec" / "tensorrt.py"
+    text = spec.read_text().replace('name="tensorrt"', 'name=__name__.rpartition(".")[2]')
+    spec.write_text(text)
+    assert run(project, "regenerate").returncode == 0
+    (project / "spec" / "tensorrt_twin.py").write_text(text)
+    done = run(project, "check")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert_truthful(project, tmp_path / "truth")
+    assert (project / "generated" / "tensorrt_twin.py").is_file()
