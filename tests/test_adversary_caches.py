@@ -73,3 +73,53 @@ def test_two_spec_files_with_the_same_content_make_two_modules(project, tmp_path
     assert done.returncode == 1, done.stdout + done.stderr
     assert_truthful(project, tmp_path / "truth")
     assert (project / "generated" / "tensorrt_twin.py").is_file()
+
+
+def outcome(project: Path, *args: str) -> tuple[int, str, dict[str, bytes]]:
+    done = run(project, *args)
+    return done.returncode, done.stderr.replace(str(project), "PROJECT"), outputs(project)
+
+
+def fresh_outcome(project: Path, elsewhere: Path) -> tuple[int, str, dict[str, bytes]]:
+    """`regenerate --force`'s exit code, errors and files in a copy with none of the edit loop's caches."""
+    shutil.copytree(project, elsewhere, ignore=shutil.ignore_patterns(".cache", "__pycache__"))
+    (elsewhere / ".cache" / "generator").mkdir(parents=True)
+    for cache_file in session_caches():
+        shutil.copy(cache_file, elsewhere / ".cache" / "generator" / cache_file.name)
+    code, err, files = outcome(elsewhere, "regenerate", "--force")
+    return code, err.replace(str(elsewhere), "PROJECT"), files
+
+
+SMALL_SPEC = '''"""{doc}"""
+{imports}
+from generator.dsl import Backend, DTypeConfig, Module, config, torch
+
+{setup}
+q = DTypeConfig(input_dtype=torch.quint8, output_dtype=torch.quint8)
+MODULE = Module(
+    doc="{doc}",
+    backends=[
+        Backend(name="{name}", builder="get_{name}_backend_config", doc="{doc}",
+                configs=[config(getattr(torch, op), [q], section="ops") for op in OPS])
+    ],
+)
+'''
+
+
+def small_spec(project: Path, name: str, imports: str = "", setup: str = "OPS = ['cat']") -> Path:
+    path = project / "spec" / f"{name}.py"
+    path.write_text(SMALL_SPEC.format(doc=f"The {name} backend.", name=name, imports=imports, setup=setup))
+    return path
+
+
+def test_a_spec_that_extends_sys_path_does_not_extend_it_for_the_next_spec(project, tmp_path):
+    """sys.path is the next load's as it was before: a spec that relied on an earlier one's setup
+    would load under --force (every file executed, in order) and fail once the earlier one is kept."""
+    (project / "vendor").mkdir()
+    (project / "vendor" / "vendored_ops.py").write_text("NAMES = ['stack']\n")
+    small_spec(project, "aaa_sets_path", "import sys\nfrom pathlib import Path",
+               "sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'vendor'))\nOPS = ['cat']")  # fmt: skip
+    zzz = small_spec(project, "zzz_uses_path", "from vendored_ops import NAMES", "OPS = NAMES")
+    run(project, "regenerate", "--force")  # fills the model cache with what loaded
+    zzz.write_text(zzz.read_text() + "# an edit\n")
+    assert outcome(project, "regenerate") == fresh_outcome(project, tmp_path / "fresh")
