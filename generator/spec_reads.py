@@ -11,8 +11,9 @@ an edit to a file already recorded, so the record stays sound.
 
 Each load also runs on fresh module objects: project modules (spec.* and the
 user's helpers) are taken out of sys.modules before it, and those it imported
-are dropped after it; sys.path is restored after it. So one spec file cannot change what another produces,
-whatever it mutates, and the output does not depend on the order of loads.
+are dropped after it; sys.path and os.environ are restored after it. So one
+spec file cannot change what another produces, whatever it mutates, and the
+output does not depend on the order of loads or on which loads were kept.
 """
 
 from __future__ import annotations
@@ -95,15 +96,18 @@ class Observer:
         before = set(sys.modules)
         shared = [sys.modules[name] for name in _SHARED_NAMESPACES if name in sys.modules]
         saved = [dict(vars(module)) for module in shared]
-        # Where imports look, too: a load that relied on an earlier one's sys.path.insert would
-        # load when every file is executed in order and fail once the earlier load is kept.
-        saved_path = list(sys.path)
+        # Where imports look and the environment, too: a load that relied on an earlier one's
+        # sys.path.insert or os.environ[...] would see it when every file is executed in order,
+        # and not once the earlier load is kept.
+        saved_path, saved_environment = list(sys.path), dict(os.environ)
         previous, _observer, self._read = _observer, self, read
         try:
             yield read
         finally:
             _observer, self._read = previous, None
             sys.path[:] = saved_path
+            if os.environ != saved_environment:
+                _restore(os.environ, saved_environment)  # name by name: never an empty environment
             for module, names in zip(shared, saved):
                 _restore(vars(module), names)
             for name in set(sys.modules) - before:

@@ -123,3 +123,13 @@ def test_a_spec_that_extends_sys_path_does_not_extend_it_for_the_next_spec(proje
     run(project, "regenerate", "--force")  # fills the model cache with what loaded
     zzz.write_text(zzz.read_text() + "# an edit\n")
     assert outcome(project, "regenerate") == fresh_outcome(project, tmp_path / "fresh")
+
+
+def test_a_spec_that_sets_an_environment_variable_does_not_set_it_for_the_next_spec(project, tmp_path):
+    """The environment is the next load's as it was before the previous one: kept or executed, a load
+    cannot see what another spec file put there."""
+    small_spec(project, "aaa_sets_env", "import os", "os.environ['ADVERSARY_OPS'] = 'stack'\nOPS = ['cat']")
+    zzz = small_spec(project, "zzz_reads_env", "import os", "OPS = [os.environ.get('ADVERSARY_OPS', 'flatten')]")
+    run(project, "regenerate", "--force")  # fills the model cache
+    zzz.write_text(zzz.read_text() + "# an edit\n")
+    assert outcome(project, "regenerate") == fresh_outcome(project, tmp_path / "fresh")
