@@ -5,7 +5,9 @@ command to the truth: what `regenerate --force` writes in a fresh copy of the sa
 files with no model, template or module-name cache.
 """
 
+import importlib.util
 import os
+import py_compile
 import shutil
 import subprocess
 import sys
@@ -14,9 +16,11 @@ from pathlib import Path
 from tests.conftest import ROOT, session_caches
 
 
-def run(project: Path, *args: str) -> subprocess.CompletedProcess:
-    """A real run in a fresh interpreter, as a user runs it."""
+def run(project: Path, *args: str, bytecode: bool = False) -> subprocess.CompletedProcess:
+    """A real run in a fresh interpreter, as a user runs it (`bytecode`: as most users do, with __pycache__)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     return subprocess.run([sys.executable, "-m", "generator", "--root", str(project), *args],
                           cwd=project, env=env, capture_output=True, text=True)  # fmt: skip
 
@@ -132,4 +136,19 @@ def test_a_spec_that_sets_an_environment_variable_does_not_set_it_for_the_next_s
     zzz = small_spec(project, "zzz_reads_env", "import os", "OPS = [os.environ.get('ADVERSARY_OPS', 'flatten')]")
     run(project, "regenerate", "--force")  # fills the model cache
     zzz.write_text(zzz.read_text() + "# an edit\n")
+    assert outcome(project, "regenerate") == fresh_outcome(project, tmp_path / "fresh")
+
+
+def test_a_same_size_edit_in_the_same_second_is_not_hidden_by_python_s_bytecode_cache(project, tmp_path):
+    """Python trusts a __pycache__ file while its source keeps its size and modification time (in whole
+    seconds): an editor saving twice within a second, or a git checkout, can change a digit and keep both."""
+    spec = project / "spec" / "x86.py"
+    spec.write_text(spec.read_text().replace("PyTorch's native x86", "PyTorch's Native x86"))
+    assert run(project, "regenerate", bytecode=True).returncode == 0
+    # As any Python that imported it (the user's own, an older generator) leaves it:
+    py_compile.compile(str(spec), cfile=importlib.util.cache_from_source(str(spec)), doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)  # fmt: skip
+    before = spec.stat()
+    spec.write_text(spec.read_text().replace("PyTorch's Native x86", "PyTorch's Natiwe x86"))  # the same size
+    os.utime(spec, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert outcome(project, "regenerate") == fresh_outcome(project, tmp_path / "fresh")
