@@ -36,13 +36,9 @@ def outputs(project: Path) -> dict[str, bytes]:
 
 def truth(project: Path, elsewhere: Path) -> dict[str, bytes]:
     """What `regenerate --force` writes from the same files, with none of the edit loop's caches."""
-    shutil.copytree(project, elsewhere, ignore=shutil.ignore_patterns(".cache", "__pycache__"))
-    (elsewhere / ".cache" / "generator").mkdir(parents=True)
-    for cache_file in session_caches():  # torch names and formatted pieces: not what is attacked here
-        shutil.copy(cache_file, elsewhere / ".cache" / "generator" / cache_file.name)
-    done = run(elsewhere, "regenerate", "--force")
-    assert done.returncode == 0, done.stderr
-    return outputs(elsewhere)
+    code, err, files = fresh_outcome(project, elsewhere)
+    assert code == 0, err
+    return files
 
 
 def assert_truthful(project: Path, elsewhere: Path) -> None:
@@ -88,7 +84,7 @@ def fresh_outcome(project: Path, elsewhere: Path) -> tuple[int, str, dict[str, b
     """`regenerate --force`'s exit code, errors and files in a copy with none of the edit loop's caches."""
     shutil.copytree(project, elsewhere, ignore=shutil.ignore_patterns(".cache", "__pycache__"))
     (elsewhere / ".cache" / "generator").mkdir(parents=True)
-    for cache_file in session_caches():
+    for cache_file in session_caches():  # torch names and formatted pieces: not what is attacked here
         shutil.copy(cache_file, elsewhere / ".cache" / "generator" / cache_file.name)
     code, err, files = outcome(elsewhere, "regenerate", "--force")
     return code, err.replace(str(elsewhere), "PROJECT"), files
