@@ -187,13 +187,13 @@ def module_name(spec_file: Path) -> str:
 
     Read from the syntax tree so that `check` can map specs to outputs without
     executing them. Parsing a spec of thousands of patterns costs more than the
-    rest of `check`, so the name is kept by the file's content (and this code's)
+    rest of `check`, so the name is kept by the file's name and content (and this code's)
     in .cache/generator/module-names.json; a kept name that is wrong can only make a
     run fail, never write elsewhere: a build compares it with the executed spec's.
     """
     source = spec_file.read_bytes()
     names = _ModuleNames.of(spec_file.parent.parent)
-    key = names.key(source)
+    key = names.key(spec_file.name, source)
     name = names.get(key)
     if name is None:
         name = _parsed_module_name(spec_file)
@@ -236,8 +236,9 @@ class _ModuleNames:
         return found
 
     @staticmethod
-    def key(source: bytes) -> str:
-        return hashlib.sha256(_module_name_code() + source).hexdigest()
+    def key(file_name: str, source: bytes) -> str:
+        # The file's name too: without Module(name=...) it is the module's, so a renamed file or a twin is another.
+        return hashlib.sha256(_module_name_code() + file_name.encode() + b"\0" + source).hexdigest()
 
     def get(self, key: str) -> str | None:
         entry = self.stored.get(key)

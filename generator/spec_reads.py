@@ -11,8 +11,9 @@ an edit to a file already recorded, so the record stays sound.
 
 Each load also runs on fresh module objects: project modules (spec.* and the
 user's helpers) are taken out of sys.modules before it, and those it imported
-are dropped after it. So one spec file cannot change what another produces,
-whatever it mutates, and the output does not depend on the order of loads.
+are dropped after it; sys.path and os.environ are restored after it. So one
+spec file cannot change what another produces, whatever it mutates, and the
+output does not depend on the order of loads or on which loads were kept.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib.machinery
 import inspect
 import os
 import sys
@@ -95,11 +97,22 @@ class Observer:
         before = set(sys.modules)
         shared = [sys.modules[name] for name in _SHARED_NAMESPACES if name in sys.modules]
         saved = [dict(vars(module)) for module in shared]
+        # Where imports look and the environment, too: a load that relied on an earlier one's
+        # sys.path.insert or os.environ[...] would see it when every file is executed in order,
+        # and not once the earlier load is kept.
+        saved_path, saved_environment = list(sys.path), dict(os.environ)
+        finder = _SourceOnlyFinder(self)
+        sys.meta_path.insert(0, finder)
         previous, _observer, self._read = _observer, self, read
         try:
             yield read
         finally:
             _observer, self._read = previous, None
+            with contextlib.suppress(ValueError):  # user code may have rebuilt sys.meta_path
+                sys.meta_path.remove(finder)
+            sys.path[:] = saved_path
+            if os.environ != saved_environment:
+                _restore(os.environ, saved_environment)  # name by name: never an empty environment
             for module, names in zip(shared, saved):
                 _restore(vars(module), names)
             for name in set(sys.modules) - before:
@@ -159,11 +172,14 @@ class Observer:
             return None
         return relative.as_posix()
 
+    def _is_local_file(self, filename: str) -> bool:
+        return filename.startswith(self._prefix) and not filename.startswith(self._outside)
+
     def _is_local(self, module) -> bool:
         """A module of the project's own (spec.*, a helper), not the generator's or an installed one."""
         filename = getattr(module, "__file__", None)
         if isinstance(filename, str):
-            return filename.startswith(self._prefix) and not filename.startswith(self._outside)
+            return self._is_local_file(filename)
         paths = getattr(module, "__path__", None)  # a namespace package: a folder without __init__.py
         try:
             return any(str(p).startswith(self._prefix) and not str(p).startswith(self._outside) for p in paths or ())
@@ -184,6 +200,36 @@ class Observer:
             filename = os.path.abspath(os.fsdecode(path))
         if self._read is not None:
             self.note_file(filename, self._read)
+
+
+class _SourceOnlyFinder:
+    """Imports the project's modules from their source as it is now, never from __pycache__.
+
+    Python trusts a .pyc while its source keeps its size and modification time in whole
+    seconds, so a same-size edit saved within a second (an editor, a git checkout) would
+    run the old code while the digest recorded is the new source's. Other modules are
+    left to the usual finders.
+    """
+
+    def __init__(self, observer: Observer):
+        self.observer = observer
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] not in self.observer._top_level_names() or name in sys.builtin_module_names:
+            return None
+        if importlib.machinery.FrozenImporter.find_spec(name) is not None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        loader = getattr(spec, "loader", None)
+        if type(loader) is not importlib.machinery.SourceFileLoader or not self.observer._is_local_file(loader.path):
+            return None
+        spec.loader = _SourceOnlyLoader(loader.name, loader.path)
+        return spec
+
+
+class _SourceOnlyLoader(importlib.machinery.SourceFileLoader):
+    def path_stats(self, path):
+        raise OSError("compiled from source")  # get_code then neither reads nor writes a .pyc
 
 
 def _restore(namespace: dict, saved: dict) -> None:

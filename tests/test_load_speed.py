@@ -280,7 +280,7 @@ def test_a_corrupt_module_name_cache_is_ignored(project):
 
     assert generator_run(project, "check").returncode == 0
     stored = json.loads(kept_names(project).read_text())
-    key = planning._ModuleNames.key((project / "spec" / "x86.py").read_bytes())
+    key = planning._ModuleNames.key("x86.py", (project / "spec" / "x86.py").read_bytes())
     assert stored[key][0] == "x86"
     stored[key][0] = "other"  # its checksum no longer holds
     kept_names(project).write_text(json.dumps(stored))
@@ -296,7 +296,7 @@ def test_a_forged_module_name_makes_runs_fail_and_writes_nothing_elsewhere(proje
 
     assert generator_run(project, "check").returncode == 0
     stored = json.loads(kept_names(project).read_text())
-    key = planning._ModuleNames.key((project / "spec" / "x86.py").read_bytes())
+    key = planning._ModuleNames.key("x86.py", (project / "spec" / "x86.py").read_bytes())
     stored[key] = ["forged", planning._name_checksum(key, "forged")]
     kept_names(project).write_text(json.dumps(stored))
     for command in ("check", "regenerate"):

@@ -1,0 +1,150 @@
+"""Adversarial edit sequences against the edit loop's caches (.cache/generator/): models, templates, module names.
+
+Each test makes a project do what a user may do between two runs, then holds every
+command to the truth: what `regenerate --force` writes in a fresh copy of the same
+files with no model, template or module-name cache.
+"""
+
+import importlib.util
+import os
+import py_compile
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT, session_caches
+
+
+def run(project: Path, *args: str, bytecode: bool = False) -> subprocess.CompletedProcess:
+    """A real run in a fresh interpreter, as a user runs it (`bytecode`: as most users do, with __pycache__)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return subprocess.run([sys.executable, "-m", "generator", "--root", str(project), *args],
+                          cwd=project, env=env, capture_output=True, text=True)  # fmt: skip
+
+
+def outputs(project: Path) -> dict[str, bytes]:
+    found = {}
+    for folder in ("generated", "docs"):
+        for path in sorted((project / folder).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                found[str(path.relative_to(project))] = path.read_bytes()
+    return found
+
+
+def truth(project: Path, elsewhere: Path) -> dict[str, bytes]:
+    """What `regenerate --force` writes from the same files, with none of the edit loop's caches."""
+    code, err, files = fresh_outcome(project, elsewhere)
+    assert code == 0, err
+    return files
+
+
+def assert_truthful(project: Path, elsewhere: Path) -> None:
+    """regenerate writes what a fresh --force writes; then check and check --full pass."""
+    done = run(project, "regenerate")
+    assert done.returncode == 0, done.stderr
+    assert outputs(project) == truth(project, elsewhere)
+    for command in (["check"], ["check", "--full"]):
+        done = run(project, *command)
+        assert done.returncode == 0, (command, done.stdout, done.stderr)
+
+
+def test_renaming_a_spec_file_names_the_module_after_its_new_name(project, tmp_path):
+    """A spec without Module(name=...) is named after its file: the kept name of the same content is not."""
+    assert run(project, "regenerate").returncode == 0
+    (project / "spec" / "x86.py").rename(project / "spec" / "x86_renamed.py")
+    done = run(project, "check")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert_truthful(project, tmp_path / "truth")
+    assert (project / "generated" / "x86_renamed.py").is_file()
+    assert not (project / "generated" / "x86.py").exists()
+
+
+def test_two_spec_files_with_the_same_content_make_two_modules(project, tmp_path):
+    """Twins whose backend is named after the spec module: one content, two files, two generated modules."""
+    spec = project / "spec" / "tensorrt.py"
+    text = spec.read_text().replace('name="tensorrt"', 'name=__name__.rpartition(".")[2]')
+    spec.write_text(text)
+    assert run(project, "regenerate").returncode == 0
+    (project / "spec" / "tensorrt_twin.py").write_text(text)
+    done = run(project, "check")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert_truthful(project, tmp_path / "truth")
+    assert (project / "generated" / "tensorrt_twin.py").is_file()
+
+
+def outcome(project: Path, *args: str) -> tuple[int, str, dict[str, bytes]]:
+    done = run(project, *args)
+    return done.returncode, done.stderr.replace(str(project), "PROJECT"), outputs(project)
+
+
+def fresh_outcome(project: Path, elsewhere: Path) -> tuple[int, str, dict[str, bytes]]:
+    """`regenerate --force`'s exit code, errors and files in a copy with none of the edit loop's caches."""
+    shutil.copytree(project, elsewhere, ignore=shutil.ignore_patterns(".cache", "__pycache__"))
+    (elsewhere / ".cache" / "generator").mkdir(parents=True)
+    for cache_file in session_caches():  # torch names and formatted pieces: not what is attacked here
+        shutil.copy(cache_file, elsewhere / ".cache" / "generator" / cache_file.name)
+    code, err, files = outcome(elsewhere, "regenerate", "--force")
+    return code, err.replace(str(elsewhere), "PROJECT"), files
+
+
+SMALL_SPEC = '''"""{doc}"""
+{imports}
+from generator.dsl import Backend, DTypeConfig, Module, config, torch
+
+{setup}
+q = DTypeConfig(input_dtype=torch.quint8, output_dtype=torch.quint8)
+MODULE = Module(
+    doc="{doc}",
+    backends=[
+        Backend(name="{name}", builder="get_{name}_backend_config", doc="{doc}",
+                configs=[config(getattr(torch, op), [q], section="ops") for op in OPS])
+    ],
+)
+'''
+
+
+def small_spec(project: Path, name: str, imports: str = "", setup: str = "OPS = ['cat']") -> Path:
+    path = project / "spec" / f"{name}.py"
+    path.write_text(SMALL_SPEC.format(doc=f"The {name} backend.", name=name, imports=imports, setup=setup))
+    return path
+
+
+def test_a_spec_that_extends_sys_path_does_not_extend_it_for_the_next_spec(project, tmp_path):
+    """sys.path is the next load's as it was before: a spec that relied on an earlier one's setup
+    would load under --force (every file executed, in order) and fail once the earlier one is kept."""
+    (project / "vendor").mkdir()
+    (project / "vendor" / "vendored_ops.py").write_text("NAMES = ['stack']\n")
+    small_spec(project, "aaa_sets_path", "import sys\nfrom pathlib import Path",
+               "sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'vendor'))\nOPS = ['cat']")  # fmt: skip
+    zzz = small_spec(project, "zzz_uses_path", "from vendored_ops import NAMES", "OPS = NAMES")
+    run(project, "regenerate", "--force")  # fills the model cache with what loaded
+    zzz.write_text(zzz.read_text() + "# an edit\n")
+    assert outcome(project, "regenerate") == fresh_outcome(project, tmp_path / "fresh")
+
+
+def test_a_spec_that_sets_an_environment_variable_does_not_set_it_for_the_next_spec(project, tmp_path):
+    """The environment is the next load's as it was before the previous one: kept or executed, a load
+    cannot see what another spec file put there."""
+    small_spec(project, "aaa_sets_env", "import os", "os.environ['ADVERSARY_OPS'] = 'stack'\nOPS = ['cat']")
+    zzz = small_spec(project, "zzz_reads_env", "import os", "OPS = [os.environ.get('ADVERSARY_OPS', 'flatten')]")
+    run(project, "regenerate", "--force")  # fills the model cache
+    zzz.write_text(zzz.read_text() + "# an edit\n")
+    assert outcome(project, "regenerate") == fresh_outcome(project, tmp_path / "fresh")
+
+
+def test_a_same_size_edit_in_the_same_second_is_not_hidden_by_python_s_bytecode_cache(project, tmp_path):
+    """Python trusts a __pycache__ file while its source keeps its size and modification time (in whole
+    seconds): an editor saving twice within a second, or a git checkout, can change a digit and keep both."""
+    spec = project / "spec" / "x86.py"
+    spec.write_text(spec.read_text().replace("PyTorch's native x86", "PyTorch's Native x86"))
+    assert run(project, "regenerate", bytecode=True).returncode == 0
+    # As any Python that imported it (the user's own, an older generator) leaves it:
+    py_compile.compile(str(spec), cfile=importlib.util.cache_from_source(str(spec)), doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)  # fmt: skip
+    before = spec.stat()
+    spec.write_text(spec.read_text().replace("PyTorch's Native x86", "PyTorch's Natiwe x86"))  # the same size
+    os.utime(spec, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert outcome(project, "regenerate") == fresh_outcome(project, tmp_path / "fresh")
