@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from generator import digests, naming, rendering, resolution, spec_loading
+from generator import check_memo, digests, naming, rendering, resolution, spec_loading
 from generator.errors import GeneratorError
 from generator.expansion import ExpandedModule, check_dtype_config_declarations, expand_module
 from generator.formatting import Formatter
@@ -105,7 +105,7 @@ def build(
     # black changes the layout, never the code, so the checks pass on its text when they pass on the
     # rendered one: they run on that while black works. A module they refuse is checked again once
     # formatted, so that what black says of broken code comes first and messages name black's lines.
-    checked = {name for name, text in rendered.items() if _passes_checks(root, by_name[name], text)}
+    checked = {name for name, text in rendered.items() if _passes_checks(root, name, by_name[name], text)}
     del rendered
     for target in wanted:
         texts[target.name] = _with_header(target, pending[target.name]())
@@ -116,12 +116,16 @@ def build(
     return texts
 
 
-def _passes_checks(root: Path, module: ExpandedModule, text: str) -> bool:
+def _passes_checks(root: Path, name: str, module: ExpandedModule, text: str) -> bool:
+    digest = check_memo.key(text, module.spec.output, naming.chosen_names(module))
+    if check_memo.passed(cache_folder(root), name, digest):
+        return True  # this very text passed both checks with these names (see generator/check_memo.py)
     try:
         check_module(text, module.spec.output)
         naming.check_spec_names(root, module, text)
     except GeneratorError:
         return False
+    check_memo.remember(cache_folder(root), name, digest)
     return True
 
 

@@ -339,3 +339,28 @@ def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_aga
         return sum(repr(c.pattern).startswith(alone) for m in modules for b in m.backends for c in b.configs)
 
     assert lone_batch_norms(again) > lone_batch_norms(first)
+
+
+def check_memo_entries(project):
+    return sorted((project / ".cache" / "generator").glob("checked-*.bin"))
+
+
+def test_the_check_memo_serves_only_the_text_that_passed_and_a_corrupt_entry_is_checked_again(project):
+    regenerate(project, "--force")
+    entries = check_memo_entries(project)
+    assert [e.name for e in entries] == [f"checked-{module}.bin" for module in sorted(GENERATED_MODULES)]
+    for entry in entries:
+        entry.write_bytes(b"\0" * 32)
+    regenerate(project, "--force")
+    assert_committed_outputs(project)
+    assert all(len(e.read_bytes()) == 32 and e.read_bytes() != b"\0" * 32 for e in entries)
+    spec = project / "spec" / "fbgemm.py"
+    spec.write_text(spec.read_text().replace('builder="get_fbgemm_backend_config"', 'builder="type"'))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for _ in range(2):  # a refused text is never remembered, so it is refused every time
+        done = subprocess.run([sys.executable, "-m", "generator", "--root", str(project), "regenerate", "--force"],
+                              cwd=project, env=env, capture_output=True, text=True)  # fmt: skip
+        assert done.returncode == 2
+        assert "builder name 'type' would hide Python's built-in type" in done.stderr
+        assert "spec/fbgemm.py:30" in done.stderr
+    assert_committed_outputs(project)

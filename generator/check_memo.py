@@ -1,0 +1,45 @@
+"""A memo of the static checks that rendered module texts passed (see pipeline._passes_checks).
+
+Compiling, walking and parsing each rendered module takes about a tenth of a second a run, and
+`regenerate --force` or `check --full` with nothing new checks the very texts it checked last
+time. Both checks are functions of the text, the output name, the names the spec chooses and
+the Python running them, so a text that passed with all of those unchanged passes again. Only
+passes are kept, so a refused text is always checked again and refused with the same message;
+an entry that is missing, corrupt or of another text is checked again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from importlib.util import MAGIC_NUMBER
+from pathlib import Path
+
+
+def key(text: str, output: str, names: list[str]) -> bytes:
+    """What a pass depends on: the Python, the output name, the spec's names (in order) and the text."""
+    parts = [sys.version, MAGIC_NUMBER.hex(), output, *names, "", text]
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).digest()
+
+
+def passed(folder: Path, module: str, digest: bytes) -> bool:
+    try:
+        return _entry(folder, module).read_bytes() == digest
+    except OSError:
+        return False
+
+
+def remember(folder: Path, module: str, digest: bytes) -> None:
+    entry = _entry(folder, module)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        temporary = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+        temporary.write_bytes(digest)
+        os.replace(temporary, entry)
+    except OSError:
+        pass  # a read-only checkout only loses the speed-up
+
+
+def _entry(folder: Path, module: str) -> Path:
+    return folder / f"checked-{module}.bin"
