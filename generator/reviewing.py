@@ -26,8 +26,6 @@ import ast
 import dataclasses
 import hashlib
 import io
-import marshal
-import os
 import subprocess
 import sys
 import tarfile
@@ -38,7 +36,7 @@ from dataclasses import dataclass
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 
-from generator import digests, forked, manifest, planning, user_code
+from generator import compiled_cache, digests, forked, manifest, planning, user_code
 from generator.errors import (
     GeneratedModuleError,
     GeneratorError,
@@ -677,24 +675,7 @@ def _compiled(source: str, filename: str, cache: Path) -> types.CodeType:
     same ones are compared run after run. An entry of another text, another Python, or corrupt is
     compiled again, so the cache can make a diff faster, never different."""
     key = hashlib.sha256(f"{sys.version}\0{MAGIC_NUMBER.hex()}\0{filename}\0{source}".encode()).digest()
-    try:
-        stored = cache.read_bytes()
-        if stored[:32] == key and hashlib.sha256(stored[:32] + stored[64:]).digest() == stored[32:64]:
-            code = marshal.loads(stored[64:])
-            if isinstance(code, types.CodeType):
-                return code
-    except (OSError, ValueError, EOFError, TypeError):
-        pass  # missing or unreadable: compiled again
-    code = compile(source, filename, "exec")
-    data = marshal.dumps(code)
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        temporary = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-        temporary.write_bytes(key + hashlib.sha256(key + data).digest() + data)
-        os.replace(temporary, cache)
-    except OSError:
-        pass  # a read-only checkout only loses the speed-up
-    return code
+    return compiled_cache.cached(cache, key, lambda: compile(source, filename, "exec"))
 
 
 def code_cache(root: Path, module: str) -> Path:

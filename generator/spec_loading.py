@@ -12,12 +12,15 @@ import builtins
 import contextlib
 import dataclasses
 import difflib
+import hashlib
 import importlib
 import importlib.machinery
+import os
 import sys
+from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 
-from generator import dsl, model_cache, spec_reads, user_code
+from generator import compiled_cache, dsl, model_cache, spec_reads, user_code
 from generator.errors import (
     DeclarationWithoutReferenceError,
     DuplicateBackendError,
@@ -53,6 +56,8 @@ def spec_context(root: Path):
 # on fresh modules, so spec/_common.py is executed once per spec file, and a long-lived process (the
 # tests) loads the same files again and again. A code object is immutable, so executing it again is
 # executing the file again; PYTHONDONTWRITEBYTECODE (or a read-only project) leaves no .pyc to reuse.
+# Every process would still compile each file it runs, so the code is also kept on disk under a digest
+# of the Python, the file name and the source bytes (generator/compiled_cache.py): an edit is compiled again.
 _COMPILED: dict[tuple[str, bytes], object] = {}
 _COMPILED_LIMIT = 512
 
@@ -69,7 +74,13 @@ def _compiled_once(project_prefix: str):
         key = (str(path), bytes(data))
         code = _COMPILED.get(key)
         if code is None:
-            code = compile_source(self, data, path, *args, **kwargs)
+            how = repr((_compiler(), args, sorted(kwargs.items()))).encode()
+            digest = hashlib.sha256(b"\0".join([how, os.fsencode(path), key[1]]))
+            code = compiled_cache.cached(
+                _code_cache(project_prefix, str(path)),
+                digest.digest(),
+                lambda: compile_source(self, data, path, *args, **kwargs),
+            )
             if len(_COMPILED) >= _COMPILED_LIMIT:
                 _COMPILED.clear()
             _COMPILED[key] = code
@@ -80,6 +91,16 @@ def _compiled_once(project_prefix: str):
         yield
     finally:
         loader.source_to_code = compile_source
+
+
+def _compiler() -> str:
+    return f"{sys.version}\0{MAGIC_NUMBER.hex()}\0{sys.flags.optimize}"
+
+
+def _code_cache(project_prefix: str, path: str) -> Path:
+    """Where a project file is kept compiled between runs: each process would compile every spec file."""
+    name = hashlib.sha256(os.fsencode(path)).hexdigest()[:24]
+    return Path(project_prefix) / ".cache" / "generator" / "code" / f"code-project-{name}.bin"
 
 
 def load_modules(root: Path, exclude: Path | None = None, reuse: bool = False, keep: bool = False) -> list[ModuleSpec]:

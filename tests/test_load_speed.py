@@ -364,3 +364,41 @@ def test_the_check_memo_serves_only_the_text_that_passed_and_a_corrupt_entry_is_
         assert "builder name 'type' would hide Python's built-in type" in done.stderr
         assert "spec/fbgemm.py:30" in done.stderr
     assert_committed_outputs(project)
+
+
+def test_project_source_is_kept_compiled_on_disk_and_an_edit_or_a_corrupt_entry_is_compiled_again(
+    project, monkeypatch
+):
+    """Each process compiled every spec file it ran; spec_loading._compiled_once keeps the code in
+    .cache/generator/code/ under a digest of the source bytes, so a new process compiles none."""
+    from importlib.machinery import SourceFileLoader
+
+    from generator import spec_loading
+
+    compiled = []
+    real = SourceFileLoader.source_to_code
+
+    def counting(self, data, path, *args, **kwargs):
+        compiled.append(os.path.basename(path))
+        return real(self, data, path, *args, **kwargs)
+
+    def load_in_a_new_process():
+        spec_loading._COMPILED.clear()  # what a new process starts with
+        compiled.clear()
+        return repr(spec_loading.load_modules(project))
+
+    monkeypatch.setattr(SourceFileLoader, "source_to_code", counting)
+    first = load_in_a_new_process()
+    entries = sorted((project / ".cache" / "generator" / "code").glob("code-project-*.bin"))
+    assert len(entries) == len(compiled) > 0
+    assert load_in_a_new_process() == first and compiled == []
+
+    for entry in entries:  # code that still loads, but not the code its checksum was taken of
+        entry.write_bytes(_literal_changed(entry.read_bytes()))
+    assert load_in_a_new_process() == first and len(compiled) == len(entries)
+
+    common = project / "spec" / "_common.py"
+    common.write_text(common.read_text().replace("DEFAULT_OPS = [\n", "DEFAULT_OPS = [\n    nn.BatchNorm1d,\n", 1))
+    edited = load_in_a_new_process()
+    assert compiled == ["_common.py"]  # the edited file alone, and what runs is the edit
+    assert edited.count("torch.nn.BatchNorm1d'") > first.count("torch.nn.BatchNorm1d'")

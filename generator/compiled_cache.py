@@ -1,0 +1,37 @@
+"""Compiled code kept on disk between runs, under a digest of everything it was compiled from.
+
+An entry is the key, a checksum of key and code, and the marshalled code. An entry of another
+key (another text, file name or Python), or a corrupt one, is compiled again and replaced, so
+the cache can make a run faster, never different.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import types
+from collections.abc import Callable
+from pathlib import Path
+
+
+def cached(cache: Path, key: bytes, compile_it: Callable[[], types.CodeType]) -> types.CodeType:
+    """The code `compile_it` makes, read from `cache` when that holds it under the 32-byte `key`."""
+    try:
+        stored = cache.read_bytes()
+        if stored[:32] == key and hashlib.sha256(stored[:32] + stored[64:]).digest() == stored[32:64]:
+            code = marshal.loads(stored[64:])
+            if isinstance(code, types.CodeType):
+                return code
+    except (OSError, ValueError, EOFError, TypeError):
+        pass  # missing or unreadable: compiled again
+    code = compile_it()
+    data = marshal.dumps(code)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        temporary = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+        temporary.write_bytes(key + hashlib.sha256(key + data).digest() + data)
+        os.replace(temporary, cache)
+    except OSError:
+        pass  # a read-only checkout only loses the speed-up
+    return code
