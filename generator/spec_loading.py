@@ -17,7 +17,7 @@ import importlib.machinery
 import sys
 from pathlib import Path
 
-from generator import dsl, model_cache, spec_reads, user_code
+from generator import dsl, heap, model_cache, spec_reads, spec_syntax, user_code
 from generator.errors import (
     DeclarationWithoutReferenceError,
     DuplicateBackendError,
@@ -55,6 +55,7 @@ def spec_context(root: Path):
 # executing the file again; PYTHONDONTWRITEBYTECODE (or a read-only project) leaves no .pyc to reuse.
 _COMPILED: dict[tuple[str, bytes], object] = {}
 _COMPILED_LIMIT = 512
+_LARGE_SOURCE = 1 << 18  # bytes of a spec file whose compiling frees enough to return
 
 
 @contextlib.contextmanager
@@ -70,6 +71,8 @@ def _compiled_once(project_prefix: str):
         code = _COMPILED.get(key)
         if code is None:
             code = compile_source(self, data, path, *args, **kwargs)
+            if len(data) > _LARGE_SOURCE:
+                heap.release_freed_memory()  # the compiler's syntax tree, before the spec runs and parses again
             if len(_COMPILED) >= _COMPILED_LIMIT:
                 _COMPILED.clear()
             _COMPILED[key] = code
@@ -105,6 +108,10 @@ def load_modules(root: Path, exclude: Path | None = None, reuse: bool = False, k
                 module = _load_one(root, path, observer)
                 made.append(module)
             modules.append(module)
+    # The spec files' syntax trees served the loads (spec lines, dtype config names); any later
+    # question parses again. Freed now, they leave the process and its formatting workers small.
+    spec_syntax.forget()
+    heap.release_freed_memory()
     _check_unique_outputs(modules)
     _check_unique_backends(modules)
     _check_declarations_have_a_reference(modules)
