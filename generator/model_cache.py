@@ -70,17 +70,25 @@ class ModelCache:
 
     def keep(self, module: ModuleSpec) -> None:
         """Keep a load that just ran; a cache that cannot be written only costs time on the next run."""
+        temporary = None
         try:
             header = json.dumps([module.spec_file, [list(pair) for pair in module.read]]).encode()
-            payload = pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL)
-            body = len(header).to_bytes(4, "big") + header + payload
             path = self._path(module.spec_file)
             self.folder.mkdir(parents=True, exist_ok=True)
             temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            temporary.write_bytes(self._checksum(body) + body)
+            with temporary.open("wb") as stream:
+                # The pickle goes to the file frame by frame, never whole in memory (a large spec's model
+                # pickles to tens of megabytes); the checksum, which comes first, is written last.
+                stream.write(bytes(_CHECKSUM_SIZE))
+                body = _Checksummed(stream, self._checksum_start())
+                body.write(len(header).to_bytes(4, "big") + header)
+                pickle.dump(module, body, protocol=pickle.HIGHEST_PROTOCOL)
+                stream.seek(0)
+                stream.write(body.digest.digest())
             os.replace(temporary, path)  # whole or not at all, whatever runs at the same time
         except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError, ValueError):
-            pass
+            if temporary is not None:
+                temporary.unlink(missing_ok=True)
 
     def _path(self, relative: str) -> Path:
         return self.folder / (re.sub(r"[^A-Za-z0-9_.-]", "_", relative) + ".pickle")
@@ -92,9 +100,27 @@ class ModelCache:
             return None
 
     def _checksum(self, body: bytes) -> bytes:
+        digest = self._checksum_start()
+        digest.update(body)
+        return digest.digest()
+
+    def _checksum_start(self):
+        """The checksum of an entry before its body: it covers this generator and Python, then the body."""
         if self._setup is None:
             self._setup = _setup()
-        return hashlib.sha256(self._setup + body).digest()
+        return hashlib.sha256(self._setup)
+
+
+class _Checksummed:
+    """A binary stream that also adds everything written to it to a checksum."""
+
+    def __init__(self, stream, digest):
+        self.stream = stream
+        self.digest = digest
+
+    def write(self, data) -> int:
+        self.digest.update(data)
+        return self.stream.write(data)
 
 
 def _setup() -> bytes:

@@ -20,7 +20,7 @@ import sys
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 
-from generator import compiled_cache, dsl, model_cache, spec_reads, user_code
+from generator import compiled_cache, dsl, heap, model_cache, spec_reads, spec_syntax, user_code
 from generator.errors import (
     DeclarationWithoutReferenceError,
     DuplicateBackendError,
@@ -60,6 +60,7 @@ def spec_context(root: Path):
 # of the Python, the file name and the source bytes (generator/compiled_cache.py): an edit is compiled again.
 _COMPILED: dict[tuple[str, bytes], object] = {}
 _COMPILED_LIMIT = 512
+_LARGE_SOURCE = 1 << 18  # bytes of a spec file whose compiling frees enough to return
 
 
 @contextlib.contextmanager
@@ -81,6 +82,8 @@ def _compiled_once(project_prefix: str):
                 digest.digest(),
                 lambda: compile_source(self, data, path, *args, **kwargs),
             )
+            if len(data) > _LARGE_SOURCE:
+                heap.release_freed_memory()  # the compiler's syntax tree, before the spec runs and parses again
             if len(_COMPILED) >= _COMPILED_LIMIT:
                 _COMPILED.clear()
             _COMPILED[key] = code
@@ -126,6 +129,10 @@ def load_modules(root: Path, exclude: Path | None = None, reuse: bool = False, k
                 module = _load_one(root, path, observer)
                 made.append(module)
             modules.append(module)
+    # The spec files' syntax trees served the loads (spec lines, dtype config names); any later
+    # question parses again. Freed now, they leave the process and its formatting workers small.
+    spec_syntax.forget()
+    heap.release_freed_memory()
     _check_unique_outputs(modules)
     _check_unique_backends(modules)
     _check_declarations_have_a_reference(modules)
