@@ -2,25 +2,36 @@
 
 Compiling, walking and parsing each rendered module takes about a tenth of a second a run, and
 `regenerate --force` or `check --full` with nothing new checks the very texts it checked last
-time. Both checks are functions of the text, the output name, the names the spec chooses and
-the Python running them, so a text that passed with all of those unchanged passes again. Only
+time. Both checks are functions of the text, the output name, the names the spec chooses, the
+Python running them and their own code, so a text that passed with all of those unchanged passes again. Only
 passes are kept, so a refused text is always checked again and refused with the same message;
 an entry that is missing, corrupt or of another text is checked again.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sys
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 
+# The code of the checks themselves: a stricter check after an upgrade must see every text again.
+_CHECKING_MODULES = ("output_check.py", "naming.py", "pipeline.py", "check_memo.py")
+
 
 def key(text: str, output: str, names: list[str]) -> bytes:
-    """What a pass depends on: the Python, the output name, the spec's names (in order) and the text."""
-    parts = [sys.version, MAGIC_NUMBER.hex(), output, *names, "", text]
+    """What a pass depends on: the Python, the checks' code, the output name, the spec's names (in order)
+    and the text."""
+    parts = [sys.version, MAGIC_NUMBER.hex(), _checks_digest(), output, *names, "", text]
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).digest()
+
+
+@functools.cache
+def _checks_digest() -> str:
+    folder = Path(__file__).resolve().parent
+    return hashlib.sha256(b"".join((folder / name).read_bytes() for name in _CHECKING_MODULES)).hexdigest()
 
 
 def passed(folder: Path, module: str, digest: bytes) -> bool:

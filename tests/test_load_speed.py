@@ -402,3 +402,25 @@ def test_project_source_is_kept_compiled_on_disk_and_an_edit_or_a_corrupt_entry_
     edited = load_in_a_new_process()
     assert compiled == ["_common.py"]  # the edited file alone, and what runs is the edit
     assert edited.count("torch.nn.BatchNorm1d'") > first.count("torch.nn.BatchNorm1d'")
+
+
+def test_the_check_memo_is_keyed_by_the_checks_own_code(tmp_path):
+    """A stricter check after an upgrade sees every text again: a pass is kept per version of the checks."""
+    program = "from generator import check_memo; print(check_memo.key('x = 1\\n', 'generated/a.py', ['a']).hex())"
+
+    def key_with(generator_dir):
+        env = dict(os.environ, PYTHONPATH=str(generator_dir.parent))
+        done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    copy = tmp_path / "copy" / "generator"
+    shutil.copytree(ROOT / "generator", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    unchanged = key_with(copy)
+    assert unchanged == key_with(ROOT / "generator")
+    for module in ("output_check.py", "naming.py"):
+        path = copy / module
+        original = path.read_text()
+        path.write_text(original + "\n# a stricter check\n")
+        assert key_with(copy) != unchanged, module
+        path.write_text(original)
