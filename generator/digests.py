@@ -27,6 +27,7 @@ OUTPUT_SHAPING_MODULES = (
     "spec_loading.py",
     "spec_reads.py",  # which files a load reads, and each load's isolation
     "model_cache.py",  # which loads are reused
+    "compiled_cache.py",  # compiled spec code reused between runs
     "expansion.py",
     "rendering.py",
     "template_cache.py",  # compiled templates reused between runs

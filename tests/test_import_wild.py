@@ -24,7 +24,10 @@ def load_generated(path):
 
 
 def snapshot(project):
-    return {p.relative_to(project): p.read_bytes() for p in sorted(project.rglob("*")) if p.is_file()}
+    """Every file of the project but the generator's caches (.cache/: a refused import may still keep
+    what it compiled, which changes no output)."""
+    files = (p for p in sorted(project.rglob("*")) if p.is_file() and ".cache" not in p.relative_to(project).parts)
+    return {p.relative_to(project): p.read_bytes() for p in files}
 
 
 def write_package(project, package: str, source: str) -> None:
