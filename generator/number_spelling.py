@@ -18,6 +18,8 @@ import functools
 import operator
 from pathlib import Path
 
+from generator import spec_reads
+
 _OPERATORS = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -159,11 +161,13 @@ def _assignments(root: Path, path: Path, name: str):
     """Module-level `name = ...` in this spec file first, then in the others (where it is imported from)."""
     files = [path, *sorted(p for p in (root / "spec").glob("*.py") if p != path)]
     for file in files:
-        parsed = _parsed(file)
+        with spec_reads.unobserved():  # only a file that assigns the name is an input of this load
+            parsed = _parsed(file)
         if parsed is None:
             continue
         for node in parsed[0].body:
             if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                spec_reads.note_read(str(file))
                 yield file, node.value
 
 

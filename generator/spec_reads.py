@@ -232,6 +232,28 @@ class _SourceOnlyLoader(importlib.machinery.SourceFileLoader):
         raise OSError("compiled from source")  # get_code then neither reads nor writes a .pyc
 
 
+@contextlib.contextmanager
+def unobserved():
+    """Files read inside are not inputs of the load under way: a search through every spec file
+    (number_spelling's) reads files that do not shape the output; note_read() names those that do."""
+    observer = _observer
+    if observer is None or observer._busy:
+        yield
+        return
+    observer._busy = True
+    try:
+        yield
+    finally:
+        observer._busy = False
+
+
+def note_read(filename: str) -> None:
+    """Record `filename` as read by the load under way (if one is)."""
+    observer = _observer
+    if observer is not None and observer._read is not None:
+        observer.note_file(filename, observer._read)
+
+
 def _restore(namespace: dict, saved: dict) -> None:
     for name in [n for n in namespace if n not in saved]:
         del namespace[name]

@@ -6,6 +6,7 @@ files with no model, template or module-name cache.
 """
 
 import importlib.util
+import json
 import os
 import py_compile
 import shutil
@@ -148,3 +149,28 @@ def test_a_same_size_edit_in_the_same_second_is_not_hidden_by_python_s_bytecode_
     spec.write_text(spec.read_text().replace("PyTorch's Native x86", "PyTorch's Natiwe x86"))  # the same size
     os.utime(spec, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert outcome(project, "regenerate") == fresh_outcome(project, tmp_path / "fresh")
+
+
+ACME_SPEC = '''"""A user's backend whose ops come from a helper module of its own."""
+from generator.dsl import Backend, DTypeConfig, Module, config, torch
+from . import _acme_ops as ops
+
+acme_int8 = DTypeConfig(input_dtype=torch.quint8, output_dtype=torch.quint8, weight_dtype=torch.qint8)
+MODULE = Module(doc="Acme.", backends=[Backend(name="acme", builder="get_acme_backend_config", doc="Acme.",
+                configs=[config(op, [acme_int8]) for op in ops.OPS])])
+'''
+
+
+def test_a_spec_helper_no_other_spec_imports_is_an_input_of_its_importer_alone(project, tmp_path):
+    """Finding how a bound is spelt searches every spec file for a name; only the file that assigns
+    it is an input. Otherwise a fresh --force recorded spec/_acme_ops.py for executorch (a load that
+    searched it), while a load kept from before the helper existed did not: the manifest depended on
+    the cache's history, and check --full called the incremental tree stale."""
+    assert run(project, "regenerate").returncode == 0
+    (project / "spec" / "acme.py").write_text(ACME_SPEC)
+    (project / "spec" / "_acme_ops.py").write_text("from generator.dsl import nn\n\nOPS = [nn.Conv2d, nn.Linear]\n")
+    assert_truthful(project, tmp_path / "truth")
+    inputs = json.loads((project / "generated" / "manifest.json").read_text())["outputs"]
+    assert "spec/_acme_ops.py" in inputs["generated/acme.py"]["inputs"]
+    assert "spec/_acme_ops.py" not in inputs["generated/executorch.py"]["inputs"]
+    assert "spec/_common.py" in inputs["generated/executorch.py"]["inputs"]  # where its constraints' bounds are
