@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import sys
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
+
+from generator import writing
 
 # The code of the checks themselves: a stricter check after an upgrade must see every text again.
 _CHECKING_MODULES = ("output_check.py", "naming.py", "pipeline.py", "check_memo.py")
@@ -42,14 +43,7 @@ def passed(folder: Path, module: str, digest: bytes) -> bool:
 
 
 def remember(folder: Path, module: str, digest: bytes) -> None:
-    entry = _entry(folder, module)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        temporary = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
-        temporary.write_bytes(digest)
-        os.replace(temporary, entry)
-    except OSError:
-        pass  # a read-only checkout only loses the speed-up
+    writing.keep_cache_file(_entry(folder, module), digest)
 
 
 def _entry(folder: Path, module: str) -> Path:

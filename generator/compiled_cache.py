@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-import os
 import types
 from collections.abc import Callable
 from pathlib import Path
+
+from generator import writing
 
 
 def cached(cache: Path, key: bytes, compile_it: Callable[[], types.CodeType]) -> types.CodeType:
@@ -27,11 +28,5 @@ def cached(cache: Path, key: bytes, compile_it: Callable[[], types.CodeType]) ->
         pass  # missing or unreadable: compiled again
     code = compile_it()
     data = marshal.dumps(code)
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        temporary = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-        temporary.write_bytes(key + hashlib.sha256(key + data).digest() + data)
-        os.replace(temporary, cache)
-    except OSError:
-        pass  # a read-only checkout only loses the speed-up
+    writing.keep_cache_file(cache, key + hashlib.sha256(key + data).digest() + data)
     return code

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from generator import writing
 from generator.entry_layout import laid_out
 from generator.errors import FormattingError
 
@@ -207,13 +208,7 @@ class FormatCache:
         if self.path is None or not (self.changed or self.used.keys() != self.stored.keys()):
             return
         entries = {key: [text, _checksum(key, text)] for key, text in self.used.items()}
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-            temporary.write_text(json.dumps(entries, sort_keys=True), encoding="utf-8")
-            os.replace(temporary, self.path)
-        except OSError:
-            pass  # a cache that cannot be written only costs time on the next run
+        writing.keep_cache_file(self.path, json.dumps(entries, sort_keys=True).encode("utf-8"))
 
 
 def _checksum(key: str, formatted: str) -> str:

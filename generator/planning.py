@@ -16,11 +16,10 @@ import dataclasses
 import functools
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator import digests, manifest, spec_syntax
+from generator import digests, manifest, spec_syntax, writing
 
 MATRIX = "support-matrix"
 MATRIX_OUTPUT = Path("docs") / "support-matrix.md"
@@ -251,13 +250,7 @@ class _ModuleNames:
         if len(self.stored) >= self._KEPT:
             self.stored = {}  # names of contents long gone
         self.stored[key] = [name, _name_checksum(key, name)]
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-            temporary.write_text(json.dumps(self.stored, indent=0, sort_keys=True), encoding="utf-8")
-            os.replace(temporary, self.path)
-        except OSError:
-            pass  # a read-only checkout parses again next time
+        writing.keep_cache_file(self.path, json.dumps(self.stored, indent=0, sort_keys=True).encode("utf-8"))
 
 
 def _name_checksum(key: str, name: str) -> str:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-import os
 import sys
 from pathlib import Path
 
 import jinja2
 from jinja2.bccache import Bucket
+
+from generator import writing
 
 # Environment settings that change the code a template compiles to.
 _SETTINGS = (
@@ -63,14 +64,7 @@ class TemplateBytecodeCache(jinja2.BytecodeCache):
 
     def dump_bytecode(self, bucket: Bucket) -> None:
         code = marshal.dumps(bucket.code)
-        path = self._path(bucket)
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            temporary.write_bytes(self._checksum(bucket, code) + code)
-            os.replace(temporary, path)  # whole or not at all, whatever runs at the same time
-        except OSError:
-            pass  # a cache that cannot be written only costs time on the next run
+        writing.keep_cache_file(self._path(bucket), self._checksum(bucket, code) + code)
 
     def _path(self, bucket: Bucket) -> Path:
         return self.folder / f"{bucket.key}.bin"

@@ -78,6 +78,19 @@ def _replace(path: Path, data: bytes) -> None:
         raise
 
 
+def keep_cache_file(path: Path, data: bytes) -> None:
+    """Write a cache file whole or not at all, best effort: a cache that cannot be written (a read-only
+    checkout, a folder in its place) only costs time on the next run, and leaves no temporary behind."""
+    temporary = _temporary(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_bytes(data)
+        os.replace(temporary, path)  # whatever runs at the same time reads the old file or the new one
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+
+
 def remove_stale_temporaries(folder: Path) -> None:
     """Temporary files left by a killed run are never real output; a live run's are its own."""
     for leftover in folder.glob(".*.tmp"):

@@ -424,3 +424,17 @@ def test_the_check_memo_is_keyed_by_the_checks_own_code(tmp_path):
         path.write_text(original + "\n# a stricter check\n")
         assert key_with(copy) != unchanged, module
         path.write_text(original)
+
+
+def test_a_cache_file_that_cannot_be_written_costs_nothing_and_leaves_no_temporary(tmp_path):
+    """Every cache goes through writing.keep_cache_file: a folder where the file should be is no error."""
+    from generator import writing
+
+    blocked = tmp_path / "cache" / "entry.bin"
+    blocked.mkdir(parents=True)
+    writing.keep_cache_file(blocked, b"data")
+    assert blocked.is_dir() and list(blocked.parent.iterdir()) == [blocked]
+    written = tmp_path / "cache" / "other.bin"
+    writing.keep_cache_file(written, b"data")
+    assert written.read_bytes() == b"data"
+    assert sorted(p.name for p in blocked.parent.iterdir()) == ["entry.bin", "other.bin"]
