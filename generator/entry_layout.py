@@ -1,26 +1,31 @@
-"""Part of stage 4: lay a pattern entry out as black will, so that black only has to confirm it.
+"""Part of stage 4: lay a pattern entry out exactly as black does, so that black need not run.
 
-black formats a text twice unless its first pass gives back the text it was
-given (black.format_str: a second pass settles trailing commas it added). A
-pattern entry rendered by the builder template (one call per line, the comma
-on a line of its own) is never black's layout, so every new entry costs two
-passes. `laid_out` predicts black's layout of an entry for the shapes the
-template renders, and says nothing (None) when it is unsure.
+A pattern entry rendered by the builder template (one call per line, the comma
+on a line of its own) is never black's layout. `laid_out` gives black's layout
+of an entry for the shapes the template renders, or None when it cannot be sure:
+then black formats the entry. A layout it gives is written as it is, without
+black (generator/formatting.py), so it must be black's output byte for byte:
 
-A prediction changes only what black ignores or normalizes the same way in
-both texts: line breaks and indentation inside the list's brackets, the
-indentation of own-line comments, and the quotes of plain strings. So black's
-output for it is its output for the rendered text whether it is right or not;
-a right one is returned after one pass. The one token it adds is black's own:
-the trailing comma of a list of names that does not fit on its line, which
-black splits one name a line and ends with a comma (tests/test_format_speed.py
-checks that black gives the same around every length where that starts).
-Texts black treats specially (`# fmt:`, `# type:` and `# yapf:` comments,
-backslashes, non-ASCII text, trailing commas already there) get no prediction.
+- Line breaks and indentation follow black's rules for these shapes (one line
+  when it fits; a chain of two or more calls split before each `.method`; a
+  call split at its bracket; a list of names that does not fit, one name a
+  line with black's trailing comma; a dict kept open by its trailing comma).
+- Every line is spelt as black spells it (`_spelt_as_black`): only names,
+  plain double-quoted strings, decimal numbers in black's form, brackets,
+  commas, dots, keyword `=`, dict `:` and unary minus, spaced as black spaces
+  them, and own-line comments that start with `# `. Anything else (another
+  operator, a keyword, a number or string black would respell, a backslash,
+  non-ASCII text, `# fmt:`/`# type:`/`# yapf:` comments, a trailing comma
+  already there) gets no layout.
+
+tests/test_format_speed.py compares it with black for every entry of the
+committed spec, around every length where a rule changes (87 to 90
+characters), and for thousands of entries drawn at random from these shapes.
 """
-
 from __future__ import annotations
 
+import functools
+import keyword
 import re
 
 LINE_LENGTH = 88  # black's default, which formatting.format_block uses
@@ -58,7 +63,9 @@ def laid_out(entry: str) -> str | None:
     if any(("'" in s or '"' in s) and not _plain_strings_only(s) for s in segments):
         return None
     code = _code_lines(segments)
-    return None if code is None else "".join(comments) + "".join(line + "\n" for line in code)
+    if code is None or not _spelt_as_black(comments, code):
+        return None
+    return "".join(comments) + "".join(line + "\n" for line in code)
 
 
 def _exploded_dict(opening: str, lines) -> str | None:
@@ -163,3 +170,115 @@ def _split_call(before: str, call: str, comma: str) -> list[str] | None:
     listed = [name.strip() for name in names[1].split(",")]
     items = [INDENT + " " * 8 + name + ("," if len(listed) > 1 else "") for name in listed]
     return [head, INDENT + "    [", *items, INDENT + "    ]", tail]
+
+
+# ---------------------------------------------------------------------------
+# Spelling: the tokens of a layout are black's, spaced as black spaces them
+# ---------------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    r"""(?P<space>\ +)
+    | (?P<string>"[^"'\\\n]*")
+    | (?P<number>\d(?:_?\d)*(?:\.\d(?:_?\d)*)?(?:e-?\d(?:_?\d)*)?(?![\w.]))
+    | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+    | (?P<op>[][(){},.:=-])""",
+    re.VERBOSE,
+)
+_COMMENT = re.compile(r"#(?: [ -~]*[!-~])?")  # `# text`, as black writes an own-line comment
+_OPENING, _CLOSING = "([{", ")]}"
+_OPERAND = ("name", "string", "number")
+# After these (or at the start of a line) a minus is unary: black writes no space after it.
+_BEFORE_UNARY = (None, *_OPENING, ",", "=", ":")
+
+
+def _spelt_as_black(comments: list[str], code: list[str]) -> bool:
+    """Whether each comment and code line is spelt as black spells it, tokens and spaces alike."""
+    if not all(_COMMENT.fullmatch(line.strip()) for line in comments):
+        return False
+    brackets = ""
+    for line in code:
+        brackets = _brackets_after(line, brackets)
+        if brackets is None:
+            return False
+    return not brackets
+
+
+@functools.lru_cache(maxsize=4096)  # most lines recur, in many entries
+def _brackets_after(line: str, open_before: str) -> str | None:
+    """The brackets open after `line`, given those open before it; None unless it is indented one level
+    a bracket open before it (a closing one ends its level), and each of its tokens is one black keeps
+    as it is, with the space black puts before it."""
+    text = line.lstrip(" ")
+    depth = len(open_before) - (text[:1] in _CLOSING)
+    brackets = list(open_before)
+    if len(line) - len(text) != len(INDENT) + 4 * depth or not _line_spelt_as_black(text, brackets):
+        return None
+    return "".join(brackets)
+
+
+def _line_spelt_as_black(text: str, brackets: list[str]) -> bool:
+    """One line's tokens, with `brackets` open before it (updated): each is one black keeps as it is,
+    with the space black puts before it."""
+    previous: tuple[str, str] | None = None  # (kind, text) of the token before, on this line
+    unary = False
+    position = 0
+    while position < len(text):
+        space = ""
+        match = _TOKEN.match(text, position)
+        if match and match.lastgroup == "space":
+            space, match = match[0], _TOKEN.match(text, match.end())
+        if match is None or match.lastgroup == "space":
+            return False
+        kind, token = match.lastgroup, match[0]
+        if kind == "name" and keyword.iskeyword(token) and token not in ("None", "True", "False"):
+            return False
+        expected = _space_before(previous, kind, token, brackets, unary)
+        if expected is None or space != expected:
+            return False
+        unary = token == "-"
+        if not _nest(previous, token, brackets):
+            return False
+        previous, position = (kind, token), match.end()
+    return not unary
+
+
+def _nest(previous, token: str, brackets: list[str]) -> bool:
+    """Follow the brackets `token` opens or closes. A parenthesis that is not a call's is a tuple's, or
+    black may remove it (`[(a)]` is its `[a]`): such a parenthesis is "a" until a comma makes it a
+    tuple's ("t"), and one that closes with neither a comma nor emptiness is not black's spelling."""
+    if token in _OPENING:
+        call = previous is not None and (previous[0] in ("name", "string") or previous[1] in _CLOSING)
+        brackets.append("a" if token == "(" and not call else token)
+    elif token == "," and brackets and brackets[-1] == "a":
+        brackets[-1] = "t"
+    elif token in _CLOSING:
+        opening = brackets.pop() if brackets else None
+        if _OPENING[_CLOSING.index(token)] != {"a": "(", "t": "("}.get(opening, opening):
+            return False
+        return opening != "a" or previous == ("op", "(")
+    return True
+
+
+def _space_before(previous, kind: str, token: str, brackets: list[str], unary: bool) -> str | None:
+    """The space black puts before `token` after `previous` (None: first on its line), or None when
+    the pair is not one black is known to keep as it is here."""
+    if previous is None:
+        return "" if token not in ",=:" else None
+    before_kind, before = previous
+    innermost = brackets[-1] if brackets else None
+    if before == "." and kind != "name":
+        return None  # `.` starts an attribute's name, and nothing else (`.5` is black's `0.5`)
+    after_value = before_kind in _OPERAND or before in _CLOSING  # the end of an expression
+    if token == "-":  # a unary minus only; black writes a binary one with spaces
+        return None if before not in _BEFORE_UNARY or unary else " " if before in ",:" else ""
+    if token == "=":  # a keyword argument
+        return "" if innermost == "(" and before_kind == "name" else None
+    if token == ":":  # a dict's key
+        return "" if innermost == "{" and after_value else None
+    if token in ",." or token in _CLOSING:
+        return "" if after_value or (token in _CLOSING and before in _OPENING) else None
+    if token in "([" and after_value:  # a call or a subscript
+        return "" if before_kind != "number" else None
+    if after_value:
+        return None  # two operands side by side
+    return " " if before in ",:" else ""  # an operand or an opening bracket, after `(`, `=`, `.` or a unary minus

@@ -11,6 +11,8 @@ black is most of the cost of a regenerate, so it formats only what is new:
   formats each one on its own at the same indentation: an entry is formatted in
   a small wrapper of that shape, and the builder around the entries (its
   skeleton) with one placeholder entry in their place.
+- Most entries need no black at all: entry_layout lays out the shapes the
+  template renders exactly as black does, and says so only when it is sure.
 - Each formatted piece is kept in a content-addressed cache in
   .cache/generator/, keyed by its unformatted text, black's version and mode,
   so a one-op edit formats one entry per builder, and a forced regenerate of an
@@ -77,8 +79,8 @@ def format_blocks(blocks: list[str], output: str) -> list[str]:
 
 def _style_key() -> str:
     """What, besides the text, decides black's output: black's version, this file (black's mode and
-    how pieces are cut and wrapped are written here) and entry_layout (black is given its layout of an
-    entry: a piece formatted from an older prediction must not outlive it). Read without importing
+    how pieces are cut and wrapped are written here) and entry_layout (its layout of an entry is taken
+    for black's: a piece laid out by an older version must not outlive it). Read without importing
     black: a regenerate that finds every piece in the cache never loads it."""
     from generator import entry_layout
     from generator.digests import installed_version
@@ -99,7 +101,6 @@ class Piece:
         self.text = text
         self.formatted: str | None = None
         self.cached = False
-        self.layout: str | None = None  # for an entry: black's layout, as entry_layout predicts it
 
 
 class Block:
@@ -133,10 +134,7 @@ class Block:
 
 
 def _wrap(entries: list[Piece]) -> str:
-    """The entries in one text for black: as rendered, or as laid out when each has a predicted layout
-    (then, with the markers where black puts them, the whole text is black's if every prediction is)."""
-    if all(e.layout is not None for e in entries):
-        return _WRAP_HEAD + "".join(_FORMATTED_MARKER + e.layout for e in entries) + _WRAP_TAIL
+    """The entries in one text for black, each after a marker line where black keeps it."""
     return _WRAP_HEAD + "".join(_ENTRY_LINE + e.text for e in entries) + _WRAP_TAIL
 
 
@@ -287,28 +285,28 @@ class Formatter:
         return result
 
     def _start(self, blocks: list[Block], output: str) -> list[Callable[[], None]]:
-        """Format the pieces the cache did not have: whole pieces one by one, new entries in wrapped batches."""
+        """Format the pieces the cache did not have: an entry laid out as black lays it out is taken as it
+        is (see entry_layout), other entries in wrapped batches, whole pieces one by one."""
         jobs: list[Job] = []
-        # Entries laid out as black will lay them out are batched apart from the others: black makes a
-        # second pass over a whole text when its first changed anything in it.
-        batches: dict[bool, list[Piece]] = {True: [], False: []}
-        sizes = {True: 0, False: 0}
+        batch: list[Piece] = []
+        size = 0
         for block in blocks:
             if block.entries:
                 if block.skeleton.formatted is None:
                     jobs.append(Job([block.skeleton], block.skeleton.text, wrapped=False))
                 for entry in block.entries:
                     if entry.formatted is None:
-                        entry.layout = laid_out(entry.text)
-                        sure = entry.layout is not None
-                        batches[sure].append(entry)
-                        sizes[sure] += len(entry.text)
-                        if sizes[sure] > _BATCH_CHARS:
-                            jobs.append(Job(batches[sure], _wrap(batches[sure]), wrapped=True))
-                            batches[sure], sizes[sure] = [], 0
+                        entry.formatted = laid_out(entry.text)
+                    if entry.formatted is None:
+                        batch.append(entry)
+                        size += len(entry.text)
+                        if size > _BATCH_CHARS:
+                            jobs.append(Job(batch, _wrap(batch), wrapped=True))
+                            batch, size = [], 0
             elif block.whole.formatted is None:
                 jobs.append(Job([block.whole], block.whole.text, wrapped=False))
-        jobs += [Job(batch, _wrap(batch), wrapped=True) for batch in batches.values() if batch]
+        if batch:
+            jobs.append(Job(batch, _wrap(batch), wrapped=True))
         if not jobs:
             return []
         if len(jobs) == 1 or self._workers() is None:

@@ -48,19 +48,28 @@ def test_pieces_join_into_what_black_makes_of_the_whole_module(rendered, tmp_pat
     assert (again, given) == (whole, [])  # a second time, black is not run at all
 
 
-def test_a_new_entry_is_the_only_thing_black_formats(rendered, tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "new_config, laid_out",
+    [("a_dtype_config_not_seen_before", True), ("a_dtype_config_not_seen_before | operator.or_", False)],
+    ids=["laid out without black", "a shape only black lays out"],
+)
+def test_a_new_entry_is_the_only_thing_black_formats(rendered, tmp_path, monkeypatch, new_config, laid_out):
+    """A new entry black's layout is known for is written without black; any other, black formats alone."""
     output, source, _ = rendered
     formatted(source, output, tmp_path, monkeypatch)
     head, marker, rest = source.partition(formatting.ENTRY_MARKER + "\n")
     entry = rest.split(marker)[0]
     # The same pattern registered once more, with another dtype config list: one new entry.
-    extra = entry.replace(".set_dtype_configs([", ".set_dtype_configs([a_dtype_config_not_seen_before, ")
+    extra = entry.replace(".set_dtype_configs([", f".set_dtype_configs([{new_config}, ")
     assert extra != entry
     edited = head + marker + extra + marker + rest
     text, given = formatted(edited, output, tmp_path, monkeypatch)
     unmarked = edited.replace(formatting.BLOCK_MARKER, "").replace(marker, "")
     assert text == black.format_str(unmarked, mode=black.Mode())
-    assert len(given) == 1 and given[0].count(marker) == 1 and "a_dtype_config_not_seen_before" in given[0]
+    if laid_out:
+        assert given == []
+    else:
+        assert len(given) == 1 and given[0].count(marker) == 1 and new_config in given[0]
 
 
 def _entries(path):
