@@ -24,10 +24,8 @@ a corrupt or forged cache cannot change what is written (see FormatCache).
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
 import json
-import multiprocessing
 import os
 import re
 import signal
@@ -35,10 +33,14 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from generator import writing
 from generator.entry_layout import laid_out
 from generator.errors import FormattingError
+
+if TYPE_CHECKING:
+    import concurrent.futures
 
 BLOCK_MARKER = "# generator: format-block\n"
 BLOCK_SEPARATOR = "\n\n"  # after a formatted block's own newline: two blank lines
@@ -61,6 +63,22 @@ def split_blocks(source: str) -> list[str]:
     """The blocks, each without the blank lines that end it: black removes them at the end of a text
     (and BLOCK_SEPARATOR puts two back), so a block rendered in black's style comes back unchanged."""
     return [block.rstrip("\n") + "\n" for block in source.split(BLOCK_MARKER)]
+
+
+def without_entries(source: str, entry_lines: int) -> str:
+    """The rendered module without its pattern entries, for the check of module-level bindings: an entry
+    is an expression in a builder's list, which binds no module-level name, and most of the text.
+
+    `entry_lines` is how many ENTRY_MARKER lines the template wrote (one before each entry, one after
+    each builder's last); a text holding any other (spec text may) is returned whole.
+    """
+    if source.count(_ENTRY_LINE) != entry_lines:
+        return source
+    kept = []
+    for block in source.split(BLOCK_MARKER):
+        parts = block.split(_ENTRY_LINE)
+        kept.append(parts[0] + parts[-1] if len(parts) > 1 else block)
+    return "".join(kept)
 
 
 def format_block(block: str, output: str) -> str:
@@ -256,6 +274,10 @@ class Formatter:
     def _workers(self) -> concurrent.futures.ProcessPoolExecutor | None:
         """The worker processes, started when there is first more than one text to format."""
         if self.pool is None and self.jobs > 1:
+            # Imported only here: most runs format nothing, or take every entry from entry_layout.
+            import concurrent.futures
+            import multiprocessing
+
             import black  # noqa: F401  -- imported once, before forking, so the workers inherit it
 
             context = multiprocessing.get_context("fork")

@@ -19,7 +19,6 @@ import inspect
 import json
 import pkgutil
 import sys
-from importlib import metadata
 from pathlib import Path
 
 from generator import digests, forked, method_names, user_code, writing
@@ -272,7 +271,7 @@ def _refs(value):
 def _torch_version() -> str:
     try:
         return digests.installed_version("torch")  # from the dist-info folder's name: no metadata scan
-    except metadata.PackageNotFoundError:
+    except ModuleNotFoundError:  # importlib.metadata.PackageNotFoundError is one
         raise UnknownTorchNameError("torch is not installed; install the project first") from None
 
 

@@ -6,7 +6,7 @@ import itertools
 import black
 import pytest
 
-from generator import check_memo, entry_layout, formatting, pipeline, planning, rendering
+from generator import check_memo, entry_layout, formatting, output_check, pipeline, planning, rendering
 from tests import random_entries
 from tests.conftest import ROOT
 
@@ -216,3 +216,19 @@ def test_each_module_is_checked_once_while_black_formats(tmp_path, monkeypatch):
     assert sorted(output for output, _ in checked) == sorted(m.spec.output for m in modules)
     assert not any(after for _, after in checked)
     assert all((ROOT / t.relative).read_text() == texts[t.name] for t in targets)
+
+
+def test_bindings_are_checked_without_the_entries_only_when_the_markers_are_the_template_s(blocks):
+    """An entry binds no module-level name, so the names check may skip the entries (most of the text);
+    a text with an entry marker the template did not write (a spec's text may hold one) is checked whole."""
+    module = min(pipeline.load(ROOT, validate=False), key=lambda m: len(rendering.render_module(m, ROOT / "templates")))
+    text = rendering.render_module(module, ROOT / "templates")
+    lines = sum(len(b.backend.configs) + 1 for b in module.backends if b.backend.configs)
+    stripped = formatting.without_entries(text, lines)
+    assert formatting.ENTRY_MARKER not in stripped and len(stripped) < len(text)
+    def verbs(source):  # each module-level name with how it is bound, each time (lines move up)
+        return {name: [verb for _, verb in found] for name, found in output_check.module_bindings(source).items()}
+
+    assert verbs(stripped) == verbs(text)
+    forged = text.replace(formatting.BLOCK_MARKER, formatting.BLOCK_MARKER + formatting.ENTRY_MARKER + "\n", 1)
+    assert formatting.without_entries(forged, lines) == forged
