@@ -13,6 +13,7 @@ and the differences from its reference builder that a backend declares
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, replace
 
 from generator.errors import (
@@ -332,25 +333,29 @@ def torch_refs(value) -> list[TorchRef]:
         if isinstance(item, TorchRef):
             found.append(item)
             continue
-        names = _walked_fields.get(kind)
-        if names is None:
-            names = _walked_fields[kind] = _fields_to_walk(kind)
+        fields = _walked_fields.get(kind)
+        if fields is None:
+            fields = _walked_fields[kind] = _fields_to_walk(kind)
         walked.add(id(item))
-        if names is _ITEMS:
+        if fields is _ITEMS:
             stack.extend(reversed(item))
         else:
-            stack.extend(getattr(item, name) for name in names)
+            stack.extend(fields(item))
     return found
 
 
 _LEAVES = frozenset({str, int, float, bool, type(None), bytes})
-_ITEMS = ("<items>",)
-_walked_fields: dict[type, tuple[str, ...]] = {}
+_ITEMS = object()  # walk the items (a tuple or list), not fields
+_walked_fields: dict[type, object] = {}
 
 
-def _fields_to_walk(kind: type) -> tuple[str, ...]:
-    """The fields torch_refs walks for a value of this type, last first (the stack reverses them)."""
+def _fields_to_walk(kind: type):
+    """What torch_refs walks in a value of this type: _ITEMS, or a function giving the values of its
+    fields, last first (the stack reverses them); attrgetter is the fastest way to read several."""
     if issubclass(kind, (tuple, list)):
         return _ITEMS
     fields = getattr(kind, "__dataclass_fields__", None)
-    return tuple(reversed([n for n in fields if n != "location"])) if fields else ()
+    names = tuple(reversed([n for n in fields if n != "location"])) if fields else ()
+    if len(names) == 1:
+        return lambda item, name=names[0]: (getattr(item, name),)
+    return operator.attrgetter(*names) if names else lambda item: ()
