@@ -7,10 +7,11 @@ the caller.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
-from generator import check_memo, digests, formatting, naming, rendering, resolution, spec_loading
+from generator import check_memo, digests, forked, formatting, naming, rendering, resolution, spec_loading
 from generator.errors import GeneratorError
 from generator.expansion import ExpandedModule, check_dtype_config_declarations, expand_module
 from generator.formatting import Formatter
@@ -92,21 +93,37 @@ def build(
         rendering.preload(templates, cache_folder(root))
     texts = {}
     pending = {}
-    rendered = {}
+    theirs = _child_share([by_name[t.name] for t in largest_first]) if formatter.jobs > 1 else []
+    with contextlib.ExitStack() as stack:
+        # Half the modules (by patterns) are rendered and checked in a forked child meanwhile, when
+        # there are enough to be worth a process (see _child_share).
+        child = stack.enter_context(forked.Forked(_rendered_and_checked, root, theirs)) if theirs else None
+        mine = [t for t in largest_first if t.name not in {m.spec.name for m in theirs}]
+        outcomes = _rendered([by_name[t.name] for t in mine], templates)
+        for target in mine:
+            if isinstance(outcomes.get(target.name), str):
+                pending[target.name] = formatter.submit(outcomes[target.name], by_name[target.name].spec.output)
+        # black changes the layout, never the code, so the checks pass on its text when they pass on the
+        # rendered one: they run on that while black works. A module they refuse is checked again once
+        # formatted, so that what black says of broken code comes first and messages name black's lines.
+        checked = {
+            t.name for t in mine if isinstance(outcomes.get(t.name), str)
+            and _passes_checks(root, t.name, by_name[t.name], outcomes[t.name])
+        }  # fmt: skip
+        if child is not None:
+            their_outcomes, their_checked = child.result()
+            outcomes.update(their_outcomes)
+            checked |= their_checked
+    _raise_first_error(largest_first, outcomes)  # as rendering them one after the other would
     for target in largest_first:
-        module = by_name[target.name]
-        rendered[target.name] = render_module(module, templates)
-        pending[target.name] = formatter.submit(rendered[target.name], module.spec.output)
+        if target.name not in pending:
+            pending[target.name] = formatter.submit(outcomes[target.name], by_name[target.name].spec.output)
+    del outcomes
     while_formatting()
     for target in targets:
         if target.is_matrix:
             texts[target.name] = _with_header(target, render_matrix(support_matrix(modules), templates))
             built(target.relative)
-    # black changes the layout, never the code, so the checks pass on its text when they pass on the
-    # rendered one: they run on that while black works. A module they refuse is checked again once
-    # formatted, so that what black says of broken code comes first and messages name black's lines.
-    checked = {name for name, text in rendered.items() if _passes_checks(root, name, by_name[name], text)}
-    del rendered
     for target in wanted:
         texts[target.name] = _with_header(target, pending[target.name]())
         if target.name not in checked:
@@ -114,6 +131,52 @@ def build(
             naming.check_spec_names(root, by_name[target.name], texts[target.name])
         built(target.relative)
     return texts
+
+
+# A child process renders part of the modules only when they hold this many patterns in all: below
+# it, forking and sending the texts back cost about what rendering them does.
+_PATTERNS_WORTH_A_CHILD = 600
+
+
+def _child_share(largest_first: list[ExpandedModule]) -> list[ExpandedModule]:
+    """The modules a child renders: about half the patterns, the largest module staying here."""
+    if len(largest_first) < 2 or sum(map(_pattern_count, largest_first)) < _PATTERNS_WORTH_A_CHILD:
+        return []
+    here = there = 0
+    share = []
+    for module in largest_first:
+        if here <= there:
+            here += _pattern_count(module)
+        else:
+            there += _pattern_count(module)
+            share.append(module)
+    return share
+
+
+def _rendered(modules: list[ExpandedModule], templates: Path) -> dict[str, str | GeneratorError]:
+    """Each module's rendered text by name, in order, up to the first error, which takes its place."""
+    outcomes: dict[str, str | GeneratorError] = {}
+    for module in modules:
+        try:
+            outcomes[module.spec.name] = render_module(module, templates)
+        except GeneratorError as error:
+            outcomes[module.spec.name] = error
+            break
+    return outcomes
+
+
+def _rendered_and_checked(root: Path, modules: list[ExpandedModule]) -> tuple[dict, set[str]]:
+    """In a child process: _rendered, and the names of the texts that pass the static checks."""
+    outcomes = _rendered(modules, root / "templates")
+    checked = {m.spec.name for m in modules if isinstance(outcomes.get(m.spec.name), str)
+               and _passes_checks(root, m.spec.name, m, outcomes[m.spec.name])}  # fmt: skip
+    return outcomes, checked
+
+
+def _raise_first_error(largest_first: list[Target], outcomes: dict) -> None:
+    for target in largest_first:
+        if isinstance(outcomes.get(target.name), GeneratorError):
+            raise outcomes[target.name]
 
 
 def _passes_checks(root: Path, name: str, module: ExpandedModule, text: str) -> bool:
