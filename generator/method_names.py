@@ -69,7 +69,7 @@ def facts_from_torch(names: dict[str, SourceLocation | None], root: Path) -> dic
         import torch
 
     facts = {}
-    for name, where in sorted(names.items()):
+    for name, where in names.items():  # in the spec's order: a missing name is reported at its first use
         if not hasattr(torch.Tensor, name) and name not in _registered_by_torch():
             members = [m for m in dir(torch.Tensor) if not m.startswith("_")]
             close = difflib.get_close_matches(name, members, n=1)

@@ -87,7 +87,10 @@ class Validation:
         self.uses = list(_uses(modules))
         self.cache_file = root / ".cache" / "generator" / f"torch-names-{_torch_version()}-v{FACTS_VERSION}.json"
         self.facts = _read_cache(self.cache_file)
-        self.unknown = {ref.path: ref for ref, _, _ in self.uses if ref.path not in self.facts}
+        self.unknown: dict[str, TorchRef] = {}  # each new name at its first use, in the spec's order
+        for ref, _, _ in self.uses:
+            if ref.path not in self.facts:
+                self.unknown.setdefault(ref.path, ref)
         methods = method_names.uses(modules)
         self.unknown_methods = {n: where for n, where in methods.items() if method_names.fact_key(n) not in self.facts}
         self.lookup = None
@@ -303,7 +306,7 @@ def _facts_from_torch(refs: dict[str, TorchRef]) -> dict[str, dict]:
     from generator import torch_names
 
     facts = {}
-    for path, ref in sorted(refs.items()):
+    for path, ref in refs.items():  # in the spec's order: a missing name is reported at its first use
         obj = _lookup(path, ref)
         kinds = []
         if isinstance(obj, torch.dtype):
