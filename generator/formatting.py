@@ -128,7 +128,10 @@ class Block:
         parts = block.split(_ENTRY_LINE)
         self.whole = Piece(block.replace(_ENTRY_LINE, ""))
         # `# fmt: off` (a spec section may say it) reaches past its own entry: such a block is formatted whole.
-        self.entries = [] if _FORMAT_DIRECTIVE.search(block) else [Piece(p) for p in parts[1:-1]]
+        # So is a builder with one entry: black splits a list's only element, a chain of calls after a
+        # comment, before each call even when it fits; entries are laid out as elements of longer lists.
+        whole = _FORMAT_DIRECTIVE.search(block) or len(parts) < 4
+        self.entries = [] if whole else [Piece(p) for p in parts[1:-1]]
         self.skeleton = Piece(parts[0] + _ENTRY_INDENT + _PLACEHOLDER + ",\n" + parts[-1]) if self.entries else None
 
     def pieces(self) -> list[Piece]:

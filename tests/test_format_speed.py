@@ -232,3 +232,30 @@ def test_bindings_are_checked_without_the_entries_only_when_the_markers_are_the_
     assert verbs(stripped) == verbs(text)
     forged = text.replace(formatting.BLOCK_MARKER, formatting.BLOCK_MARKER + formatting.ENTRY_MARKER + "\n", 1)
     assert formatting.without_entries(forged, lines) == forged
+
+
+def test_a_builder_s_only_entry_is_laid_out_as_black_lays_out_the_whole_module():
+    """black splits a list's only element, a chain of three or more calls after a comment, before each call
+    even when it fits (with no comma between elements, the chain's dots are the highest delimiters); as
+    one of several it keeps it on one line. The formatter, which lays out and batches entries as elements
+    of longer lists, must write what black writes for the whole module."""
+    head = 'def get_{}_config() -> BackendConfig:\n    return BackendConfig("a").set_backend_pattern_configs(\n'
+    head += "        [\n"
+    tail = "        ]\n    )\n"
+    chains = [
+        ("BackendPatternConfig(F.relu)", ".set_dtype_configs([d])", ".set_qat_module(nn.ReLU)"),
+        ("BackendPatternConfig(F.relu)", ".set_dtype_configs([d])", ".set_root_module(a)", ".set_qat_module(b)"),
+        ("BackendPatternConfig(F.relu)", ".set_dtype_configs([d])"),
+        ("BackendPatternConfig(F.relu)", ".set_dtype_configs([d])", ".set_qat_module(nn.ReLU" + "x" * 20 + ")"),
+    ]
+    for chain in chains:
+        one = entry(*chain, comments=("# other",))
+        two = [entry(*chain, comments=("# other",)), entry(*chain)]
+        builders = [head.format("one") + formatting._ENTRY_LINE + one + formatting._ENTRY_LINE + tail]
+        builders.append(head.format("two") + "".join(formatting._ENTRY_LINE + e for e in two))
+        builders[-1] += formatting._ENTRY_LINE + tail
+        source = "import torch\n" + "".join(formatting.BLOCK_MARKER + builder for builder in builders)
+        with formatting.Formatter(1) as formatter:
+            written = formatter.submit(source, "generated/one.py")()
+        unmarked = source.replace(formatting.BLOCK_MARKER, "").replace(formatting._ENTRY_LINE, "")
+        assert written == black.format_str(unmarked, mode=MODE), chain
