@@ -50,9 +50,9 @@ _ENTRY_LINE = ENTRY_MARKER + "\n"
 _PLACEHOLDER = "_generator_pattern_entries_"
 _ENTRY_INDENT = " " * 12  # where the builder template puts its pattern entries
 # An entry formatted on its own, in the same place as in a builder: one element of an
-# exploded list, three levels deep.
+# exploded list, three levels deep, followed by another (a list's only element is laid out otherwise).
 _WRAP_HEAD = "def _():\n    return _(\n        [\n"
-_WRAP_TAIL = "        ]\n    )\n"
+_WRAP_TAIL = "            _,\n        ]\n    )\n"
 _FORMATTED_MARKER = _ENTRY_INDENT + _ENTRY_LINE
 _LINE_LENGTH = 88  # black's default, which format_block uses
 _FORMAT_DIRECTIVE = re.compile(r"#[^\n]*\b(?:fmt|yapf)\s*:", re.IGNORECASE)  # a comment that turns black off or on

@@ -259,3 +259,19 @@ def test_a_builder_s_only_entry_is_laid_out_as_black_lays_out_the_whole_module()
             written = formatter.submit(source, "generated/one.py")()
         unmarked = source.replace(formatting.BLOCK_MARKER, "").replace(formatting._ENTRY_LINE, "")
         assert written == black.format_str(unmarked, mode=MODE), chain
+
+
+def test_an_entry_black_formats_alone_is_laid_out_as_one_of_its_builder_s_entries():
+    """An entry entry_layout does not lay out goes to black in a batch, maybe the only one: black must lay it
+    out as an element of a longer list (a short chain of calls on one line), as it does in the module."""
+    head = 'def get_config() -> BackendConfig:\n    return BackendConfig("a").set_backend_pattern_configs(\n'
+    head += "        [\n"
+    refused = entry("BackendPatternConfig(F.relu)", ".set_dtype_configs([d])", ".set_x(x, k=(a))", comments=("# a",))
+    assert entry_layout.laid_out(refused) is None  # black keeps the redundant parentheses: not predicted
+    for entries in ([refused, entry("BackendPatternConfig(F.relu)")], [entry("BackendPatternConfig(a)"), refused]):
+        source = "import torch\n" + formatting.BLOCK_MARKER + head
+        source += "".join(formatting._ENTRY_LINE + e for e in entries) + formatting._ENTRY_LINE + "        ]\n    )\n"
+        with formatting.Formatter(1) as formatter:
+            written = formatter.submit(source, "generated/one.py")()
+        unmarked = source.replace(formatting.BLOCK_MARKER, "").replace(formatting._ENTRY_LINE, "")
+        assert written == black.format_str(unmarked, mode=MODE)
