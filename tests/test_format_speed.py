@@ -275,3 +275,23 @@ def test_an_entry_black_formats_alone_is_laid_out_as_one_of_its_builder_s_entrie
             written = formatter.submit(source, "generated/one.py")()
         unmarked = source.replace(formatting.BLOCK_MARKER, "").replace(formatting._ENTRY_LINE, "")
         assert written == black.format_str(unmarked, mode=MODE)
+
+
+def test_characters_python_does_not_take_for_space_are_not_stripped_away():
+    """str.strip() strips the ASCII separators \\x1c-\\x1f, which Python cannot parse: black refuses such an
+    entry, so a layout must not quietly make it valid. Other control characters are black's to judge too."""
+    pattern, dtypes = "BackendPatternConfig(nn.Conv2d)", ".set_dtype_configs([d])"
+    for char in "\x1c\x1d\x1e\x1f\x0b\x0c\r\t\x00\x7f":
+        odd = [
+            entry(pattern + char, dtypes),
+            entry(char + pattern, dtypes),
+            entry(pattern, dtypes, comments=(char + "# conv",)),
+            entry(pattern, dtypes, comments=("# conv" + char,)),
+        ]
+        for text in odd:
+            try:
+                by_black = black_of_entry(text)
+            except black.parsing.InvalidInput:
+                by_black = None
+            layout = entry_layout.laid_out(text)
+            assert layout is None or laid_out_wrapped(layout) == by_black, repr(text)
