@@ -38,6 +38,8 @@ _OPENING_CALL = re.compile(r"\.[A-Za-z_][A-Za-z0-9_]*\(")  # a call whose argume
 _CALL = re.compile(r"\.?[A-Za-z_][A-Za-z0-9_]*\(")  # a segment starts with a call: `Name(` or `.name(`
 _MAGIC_COMMA = re.compile(r",\s*[)\]}]")
 _NAME_LIST = re.compile(r"\[((?:[A-Za-z_][A-Za-z0-9_]*, )*[A-Za-z_][A-Za-z0-9_]*)\]")
+# One `key: value,` a line, neither with brackets: black keeps it as it is, however long.
+_DICT_ITEM = re.compile(r"-?[A-Za-z0-9_.]+: -?[A-Za-z0-9_.]+,")
 _SPECIAL_COMMENT = re.compile(r"(fmt|type|yapf)\s*:", re.IGNORECASE)
 # Printable ASCII but a backslash, and newlines: str.strip() takes a tab, \r, \f, \v and \x1c-\x1f for space,
 # and Python parses the last four nowhere; black is left to judge each.
@@ -73,7 +75,8 @@ def laid_out(entry: str) -> str | None:
 
 def _exploded_dict(opening: str, lines) -> str | None:
     """A call whose argument is a dict with a trailing comma, one item a line (the template renders it so):
-    the trailing comma makes black keep it open, whatever its length, at the next two indentation levels."""
+    the trailing comma makes black keep it open, whatever its length, at the next two indentation levels.
+    Only items black cannot split (no brackets, one a line) are predicted."""
     body = []
     for line in lines:
         body.append(line)
@@ -82,7 +85,7 @@ def _exploded_dict(opening: str, lines) -> str | None:
     texts = [line.strip() for line in body]
     if len(texts) < 4 or texts[:1] != ["{"] or texts[-2:] != ["}", ")"]:
         return None
-    if not all(t.endswith(",") and "#" not in t and "'" not in t and '"' not in t for t in texts[1:-2]):
+    if not all(_DICT_ITEM.fullmatch(text) for text in texts[1:-2]):
         return None
     items = [INDENT + " " * 8 + text for text in texts[1:-2]]
     return "\n".join([opening, INDENT + "    {", *items, INDENT + "    }", INDENT + ")"])

@@ -295,3 +295,22 @@ def test_characters_python_does_not_take_for_space_are_not_stripped_away():
                 by_black = None
             layout = entry_layout.laid_out(text)
             assert layout is None or laid_out_wrapped(layout) == by_black, repr(text)
+
+
+def test_a_dict_kept_open_is_laid_out_only_when_black_keeps_each_item_as_it_is():
+    """The items of a dict kept open by its trailing comma: black puts two on one line on two lines, and
+    splits a long one at its brackets; an item without brackets it cannot split, however long."""
+    pattern, dtypes = "BackendPatternConfig(nn.Conv2d)", ".set_dtype_configs([d])"
+    items = [
+        "0: f(" + "a" * 90 + "),",
+        "0: (" + "a" * 40 + ", " + "b" * 40 + "),",
+        "0: [" + "a" * 40 + ", " + "b" * 40 + "],",
+        "0: A, 1: B,",
+        "0: ObservationType." + "A" * 90 + ",",
+        "1" * 90 + ": ObservationType.A,",
+        "-1: ObservationType.A,",
+    ]
+    for item in items:
+        assert_same_black(entry(pattern, dtypes, "._set_x(", "{", item, "}", ")"))
+        assert_same_black(entry(pattern, dtypes, "._set_x(", "{", "0: A,", item, "}", ")", ".set_y(a)"))
+    assert entry_layout.laid_out(entry(pattern, dtypes, "._set_x(", "{", items[-1], "}", ")")) is not None
