@@ -47,6 +47,8 @@ BLOCK_SEPARATOR = "\n\n"  # after a formatted block's own newline: two blank lin
 ENTRY_MARKER = "# generator: format-entry"  # a line of its own before each pattern entry and after the last
 
 _ENTRY_LINE = ENTRY_MARKER + "\n"
+# The template writes the marker as a line of its own; spec text (a section's comment) may hold its text indented.
+_TEMPLATE_ENTRY_LINE = re.compile("^" + re.escape(_ENTRY_LINE), re.MULTILINE)
 _PLACEHOLDER = "_generator_pattern_entries_"
 _ENTRY_INDENT = " " * 12  # where the builder template puts its pattern entries
 # An entry formatted on its own, in the same place as in a builder: one element of an
@@ -125,8 +127,8 @@ class Block:
     """A block of the module, whole or as a skeleton with its pattern entries cut out."""
 
     def __init__(self, block: str):
-        parts = block.split(_ENTRY_LINE)
-        self.whole = Piece(block.replace(_ENTRY_LINE, ""))
+        parts = _TEMPLATE_ENTRY_LINE.split(block)
+        self.whole = Piece(_TEMPLATE_ENTRY_LINE.sub("", block))
         # `# fmt: off` (a spec section may say it) reaches past its own entry: such a block is formatted whole.
         # So is a builder with one entry: black splits a list's only element, a chain of calls after a
         # comment, before each call even when it fits; entries are laid out as elements of longer lists.
