@@ -47,7 +47,8 @@ BLOCK_SEPARATOR = "\n\n"  # after a formatted block's own newline: two blank lin
 ENTRY_MARKER = "# generator: format-entry"  # a line of its own before each pattern entry and after the last
 
 _ENTRY_LINE = ENTRY_MARKER + "\n"
-# The template writes the marker as a line of its own; spec text (a section's comment) may hold its text indented.
+# The template writes each marker as a line of its own; spec text (a section's comment) may hold its text indented.
+_TEMPLATE_BLOCK_LINE = re.compile("^" + re.escape(BLOCK_MARKER), re.MULTILINE)
 _TEMPLATE_ENTRY_LINE = re.compile("^" + re.escape(_ENTRY_LINE), re.MULTILINE)
 _PLACEHOLDER = "_generator_pattern_entries_"
 _ENTRY_INDENT = " " * 12  # where the builder template puts its pattern entries
@@ -64,7 +65,7 @@ _BATCH_CHARS = 20_000  # entries per worker task: few enough tasks to keep both 
 def split_blocks(source: str) -> list[str]:
     """The blocks, each without the blank lines that end it: black removes them at the end of a text
     (and BLOCK_SEPARATOR puts two back), so a block rendered in black's style comes back unchanged."""
-    return [block.rstrip("\n") + "\n" for block in source.split(BLOCK_MARKER)]
+    return [block.rstrip("\n") + "\n" for block in _TEMPLATE_BLOCK_LINE.split(source)]
 
 
 def without_entries(source: str, entry_lines: int) -> str:
@@ -77,8 +78,8 @@ def without_entries(source: str, entry_lines: int) -> str:
     if source.count(_ENTRY_LINE) != entry_lines:
         return source
     kept = []
-    for block in source.split(BLOCK_MARKER):
-        parts = block.split(_ENTRY_LINE)
+    for block in _TEMPLATE_BLOCK_LINE.split(source):
+        parts = _TEMPLATE_ENTRY_LINE.split(block)
         kept.append(parts[0] + parts[-1] if len(parts) > 1 else block)
     return "".join(kept)
 

@@ -316,13 +316,14 @@ def test_a_dict_kept_open_is_laid_out_only_when_black_keeps_each_item_as_it_is()
     assert entry_layout.laid_out(entry(pattern, dtypes, "._set_x(", "{", items[-1], "}", ")")) is not None
 
 
-def test_a_comment_that_reads_like_the_entry_marker_is_kept():
+def test_a_comment_that_reads_like_a_marker_is_kept():
     """A section or a reason is spec text: `section="generator: format-entry"` renders the marker's text,
-    indented, in a comment. Only the template's markers (lines of their own) cut the entries; the comment
-    is written, as black writes it."""
+    indented, in a comment. Only the template's markers (lines of their own) cut the blocks and entries;
+    the comment is written, as black writes it."""
     head = 'def get_config() -> BackendConfig:\n    return BackendConfig("a").set_backend_pattern_configs(\n'
     head += "        [\n"
     comments = [("# generator: format-entry",), ("# Changed on purpose: generator: format-entry",)]
+    comments += [("# generator: format-block",), ("# generator: format-block", "# generator: format-entry")]
     for comment in comments:
         entries = [entry("BackendPatternConfig(a)", comments=("# other",))]
         entries.append(entry("BackendPatternConfig(b)", comments=comment))
@@ -330,5 +331,5 @@ def test_a_comment_that_reads_like_the_entry_marker_is_kept():
         source += "".join(formatting._ENTRY_LINE + e for e in entries) + formatting._ENTRY_LINE + "        ]\n    )\n"
         with formatting.Formatter(1) as formatter:
             written = formatter.submit(source, "generated/one.py")()
-        unmarked = source.replace(formatting.BLOCK_MARKER, "").replace("\n" + formatting._ENTRY_LINE, "\n")
-        assert comment[0] in unmarked and written == black.format_str(unmarked, mode=MODE)
+        unmarked = source.replace("\n" + formatting.BLOCK_MARKER, "\n").replace("\n" + formatting._ENTRY_LINE, "\n")
+        assert all(c in unmarked for c in comment) and written == black.format_str(unmarked, mode=MODE)
