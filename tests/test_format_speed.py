@@ -333,3 +333,23 @@ def test_a_comment_that_reads_like_a_marker_is_kept():
             written = formatter.submit(source, "generated/one.py")()
         unmarked = source.replace("\n" + formatting.BLOCK_MARKER, "\n").replace("\n" + formatting._ENTRY_LINE, "\n")
         assert all(c in unmarked for c in comment) and written == black.format_str(unmarked, mode=MODE)
+
+
+def test_a_memoised_names_check_is_not_reused_after_the_entries_are_cut_otherwise(tmp_path):
+    """The names check reads the text without its entries (formatting.without_entries): a pass remembered
+    before an edit of formatting.py (how the entries are cut) must not stand for the text after it."""
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copytree(ROOT / "generator", tmp_path / "generator", ignore=shutil.ignore_patterns("__pycache__"))
+    script = "from generator import check_memo; print(check_memo.key('text', 'generated/x.py', ['a']).hex())"
+
+    def memo_key() -> str:
+        run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True)
+        return run.stdout
+
+    before = memo_key()
+    formatting_file = tmp_path / "generator" / "formatting.py"
+    formatting_file.write_text(formatting_file.read_text() + "\n# entries cut otherwise\n")
+    assert memo_key() != before
