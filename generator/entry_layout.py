@@ -15,8 +15,8 @@ black (generator/formatting.py), so it must be black's output byte for byte:
   commas, dots, keyword `=`, dict `:` and unary minus, spaced as black spaces
   them, and own-line comments that start with `# `. Anything else (another
   operator, a keyword, a number or string black would respell, a backslash,
-  non-ASCII text, `# fmt:`/`# type:`/`# yapf:` comments, a trailing comma
-  already there) gets no layout.
+  non-ASCII text, a control character (a tab too), `# fmt:`/`# type:`/`# yapf:`
+  comments, a trailing comma already there) gets no layout.
 
 tests/test_format_speed.py compares it with black for every entry of the
 committed spec, around every length where a rule changes (87 to 90
@@ -38,13 +38,18 @@ _OPENING_CALL = re.compile(r"\.[A-Za-z_][A-Za-z0-9_]*\(")  # a call whose argume
 _CALL = re.compile(r"\.?[A-Za-z_][A-Za-z0-9_]*\(")  # a segment starts with a call: `Name(` or `.name(`
 _MAGIC_COMMA = re.compile(r",\s*[)\]}]")
 _NAME_LIST = re.compile(r"\[((?:[A-Za-z_][A-Za-z0-9_]*, )*[A-Za-z_][A-Za-z0-9_]*)\]")
+# One `key: value,` a line, neither with brackets: black keeps it as it is, however long.
+_DICT_ITEM = re.compile(r"-?[A-Za-z0-9_.]+: -?[A-Za-z0-9_.]+,")
 _SPECIAL_COMMENT = re.compile(r"(fmt|type|yapf)\s*:", re.IGNORECASE)
+# Printable ASCII but a backslash, and newlines: str.strip() takes a tab, \r, \f, \v and \x1c-\x1f for space,
+# and Python parses the last four nowhere; black is left to judge each.
+_PRINTABLE = re.compile(r"[\x20-\x5b\x5d-\x7e\n]*")
 
 
 def laid_out(entry: str) -> str | None:
     """The entry (own-line comments, then `Call(...)` and `.method(...)` lines, then a line holding `,`)
     as black lays it out at the template's indentation; None when its shape is not one this predicts."""
-    if not entry.isascii() or "\\" in entry or not entry.endswith("\n,\n") or _SPECIAL_COMMENT.search(entry):
+    if not _PRINTABLE.fullmatch(entry) or not entry.endswith("\n,\n") or _SPECIAL_COMMENT.search(entry):
         return None
     comments, segments = [], []
     lines = iter(entry[: -len("\n,\n")].split("\n"))
@@ -70,7 +75,8 @@ def laid_out(entry: str) -> str | None:
 
 def _exploded_dict(opening: str, lines) -> str | None:
     """A call whose argument is a dict with a trailing comma, one item a line (the template renders it so):
-    the trailing comma makes black keep it open, whatever its length, at the next two indentation levels."""
+    the trailing comma makes black keep it open, whatever its length, at the next two indentation levels.
+    Only items black cannot split (no brackets, one a line) are predicted."""
     body = []
     for line in lines:
         body.append(line)
@@ -79,7 +85,7 @@ def _exploded_dict(opening: str, lines) -> str | None:
     texts = [line.strip() for line in body]
     if len(texts) < 4 or texts[:1] != ["{"] or texts[-2:] != ["}", ")"]:
         return None
-    if not all(t.endswith(",") and "#" not in t and "'" not in t and '"' not in t for t in texts[1:-2]):
+    if not all(_DICT_ITEM.fullmatch(text) for text in texts[1:-2]):
         return None
     items = [INDENT + " " * 8 + text for text in texts[1:-2]]
     return "\n".join([opening, INDENT + "    {", *items, INDENT + "    }", INDENT + ")"])

@@ -47,12 +47,15 @@ BLOCK_SEPARATOR = "\n\n"  # after a formatted block's own newline: two blank lin
 ENTRY_MARKER = "# generator: format-entry"  # a line of its own before each pattern entry and after the last
 
 _ENTRY_LINE = ENTRY_MARKER + "\n"
+# The template writes each marker as a line of its own; spec text (a section's comment) may hold its text indented.
+_TEMPLATE_BLOCK_LINE = re.compile("^" + re.escape(BLOCK_MARKER), re.MULTILINE)
+_TEMPLATE_ENTRY_LINE = re.compile("^" + re.escape(_ENTRY_LINE), re.MULTILINE)
 _PLACEHOLDER = "_generator_pattern_entries_"
 _ENTRY_INDENT = " " * 12  # where the builder template puts its pattern entries
 # An entry formatted on its own, in the same place as in a builder: one element of an
-# exploded list, three levels deep.
+# exploded list, three levels deep, followed by another (a list's only element is laid out otherwise).
 _WRAP_HEAD = "def _():\n    return _(\n        [\n"
-_WRAP_TAIL = "        ]\n    )\n"
+_WRAP_TAIL = "            _,\n        ]\n    )\n"
 _FORMATTED_MARKER = _ENTRY_INDENT + _ENTRY_LINE
 _LINE_LENGTH = 88  # black's default, which format_block uses
 _FORMAT_DIRECTIVE = re.compile(r"#[^\n]*\b(?:fmt|yapf)\s*:", re.IGNORECASE)  # a comment that turns black off or on
@@ -62,7 +65,7 @@ _BATCH_CHARS = 20_000  # entries per worker task: few enough tasks to keep both 
 def split_blocks(source: str) -> list[str]:
     """The blocks, each without the blank lines that end it: black removes them at the end of a text
     (and BLOCK_SEPARATOR puts two back), so a block rendered in black's style comes back unchanged."""
-    return [block.rstrip("\n") + "\n" for block in source.split(BLOCK_MARKER)]
+    return [block.rstrip("\n") + "\n" for block in _TEMPLATE_BLOCK_LINE.split(source)]
 
 
 def without_entries(source: str, entry_lines: int) -> str:
@@ -75,8 +78,8 @@ def without_entries(source: str, entry_lines: int) -> str:
     if source.count(_ENTRY_LINE) != entry_lines:
         return source
     kept = []
-    for block in source.split(BLOCK_MARKER):
-        parts = block.split(_ENTRY_LINE)
+    for block in _TEMPLATE_BLOCK_LINE.split(source):
+        parts = _TEMPLATE_ENTRY_LINE.split(block)
         kept.append(parts[0] + parts[-1] if len(parts) > 1 else block)
     return "".join(kept)
 
@@ -125,10 +128,13 @@ class Block:
     """A block of the module, whole or as a skeleton with its pattern entries cut out."""
 
     def __init__(self, block: str):
-        parts = block.split(_ENTRY_LINE)
-        self.whole = Piece(block.replace(_ENTRY_LINE, ""))
+        parts = _TEMPLATE_ENTRY_LINE.split(block)
+        self.whole = Piece(_TEMPLATE_ENTRY_LINE.sub("", block))
         # `# fmt: off` (a spec section may say it) reaches past its own entry: such a block is formatted whole.
-        self.entries = [] if _FORMAT_DIRECTIVE.search(block) else [Piece(p) for p in parts[1:-1]]
+        # So is a builder with one entry: black splits a list's only element, a chain of calls after a
+        # comment, before each call even when it fits; entries are laid out as elements of longer lists.
+        whole = _FORMAT_DIRECTIVE.search(block) or len(parts) < 4
+        self.entries = [] if whole else [Piece(p) for p in parts[1:-1]]
         self.skeleton = Piece(parts[0] + _ENTRY_INDENT + _PLACEHOLDER + ",\n" + parts[-1]) if self.entries else None
 
     def pieces(self) -> list[Piece]:

@@ -32,6 +32,10 @@ _ODD_STRINGS = ["'it\"s'", "u'x'", "b'x'", "r'x'", "'a\\'b'", "f'x'", '"""x"""',
 _ODD_JOINS = [" , ", ",", " ,", "  ", " = "]
 _COMMENTS = ["# conv", "# other", "# Registered twice: torch keeps this first position with the later config."]
 _ODD_COMMENTS = ["#no space", "#", "#  two spaces", "# fmt: off", "# type: ignore", "# yapf: disable", "#: sphinx"]
+# Items black splits or moves: one with brackets past the line length, two on one line.
+_ODD_ITEMS = ["0: f(" + "a" * 80 + "),", "0: (" + "b" * 40 + ", " + "c" * 40 + "),", "0: A, 1: B,", "0: [a],"]
+# Characters str.strip() takes for space: Python parses \x1c-\x1f nowhere, black drops the others at a line's end.
+_CONTROLS = "\x1c\x1d\x1f\x0b\x0c\t\r"
 
 
 class Entries:
@@ -101,6 +105,8 @@ class Entries:
     def exploded_dict(self) -> list[str]:
         """`._set_num_tensor_args_to_observation_type(` with a dict one item a line, as the template renders it."""
         items = [f"    {self.number()}: ObservationType.{self.name()}," for _ in range(self.random.randint(1, 3))]
+        if self.random.random() < 0.1:
+            items.insert(self.random.randint(0, len(items)), self.random.choice(_ODD_ITEMS))
         return [f"._set_{self.name()}(", "{", *items, "}", ")"]
 
     def entry(self) -> str:
@@ -121,6 +127,9 @@ class Entries:
         if self.random.random() < 0.05:  # a space black removes, or two calls on one line
             index = self.random.randrange(len(lines))
             lines[index] = self.random.choice([lines[index] + " ", lines[index].replace("(", "( ", 1)])
+        if self.random.random() < 0.03:  # a control character at either end of a line
+            index, control = self.random.randrange(len(lines)), self.random.choice(_CONTROLS)
+            lines[index] = self.random.choice([lines[index] + control, control + lines[index]])
         return "".join(f"{INDENT}{line}\n" for line in lines) + ",\n"
 
 

@@ -232,3 +232,124 @@ def test_bindings_are_checked_without_the_entries_only_when_the_markers_are_the_
     assert verbs(stripped) == verbs(text)
     forged = text.replace(formatting.BLOCK_MARKER, formatting.BLOCK_MARKER + formatting.ENTRY_MARKER + "\n", 1)
     assert formatting.without_entries(forged, lines) == forged
+
+
+def test_a_builder_s_only_entry_is_laid_out_as_black_lays_out_the_whole_module():
+    """black splits a list's only element, a chain of three or more calls after a comment, before each call
+    even when it fits (with no comma between elements, the chain's dots are the highest delimiters); as
+    one of several it keeps it on one line. The formatter, which lays out and batches entries as elements
+    of longer lists, must write what black writes for the whole module."""
+    head = 'def get_{}_config() -> BackendConfig:\n    return BackendConfig("a").set_backend_pattern_configs(\n'
+    head += "        [\n"
+    tail = "        ]\n    )\n"
+    chains = [
+        ("BackendPatternConfig(F.relu)", ".set_dtype_configs([d])", ".set_qat_module(nn.ReLU)"),
+        ("BackendPatternConfig(F.relu)", ".set_dtype_configs([d])", ".set_root_module(a)", ".set_qat_module(b)"),
+        ("BackendPatternConfig(F.relu)", ".set_dtype_configs([d])"),
+        ("BackendPatternConfig(F.relu)", ".set_dtype_configs([d])", ".set_qat_module(nn.ReLU" + "x" * 20 + ")"),
+    ]
+    for chain in chains:
+        one = entry(*chain, comments=("# other",))
+        two = [entry(*chain, comments=("# other",)), entry(*chain)]
+        builders = [head.format("one") + formatting._ENTRY_LINE + one + formatting._ENTRY_LINE + tail]
+        builders.append(head.format("two") + "".join(formatting._ENTRY_LINE + e for e in two))
+        builders[-1] += formatting._ENTRY_LINE + tail
+        source = "import torch\n" + "".join(formatting.BLOCK_MARKER + builder for builder in builders)
+        with formatting.Formatter(1) as formatter:
+            written = formatter.submit(source, "generated/one.py")()
+        unmarked = source.replace(formatting.BLOCK_MARKER, "").replace(formatting._ENTRY_LINE, "")
+        assert written == black.format_str(unmarked, mode=MODE), chain
+
+
+def test_an_entry_black_formats_alone_is_laid_out_as_one_of_its_builder_s_entries():
+    """An entry entry_layout does not lay out goes to black in a batch, maybe the only one: black must lay it
+    out as an element of a longer list (a short chain of calls on one line), as it does in the module."""
+    head = 'def get_config() -> BackendConfig:\n    return BackendConfig("a").set_backend_pattern_configs(\n'
+    head += "        [\n"
+    refused = entry("BackendPatternConfig(F.relu)", ".set_dtype_configs([d])", ".set_x(x, k=(a))", comments=("# a",))
+    assert entry_layout.laid_out(refused) is None  # black keeps the redundant parentheses: not predicted
+    for entries in ([refused, entry("BackendPatternConfig(F.relu)")], [entry("BackendPatternConfig(a)"), refused]):
+        source = "import torch\n" + formatting.BLOCK_MARKER + head
+        source += "".join(formatting._ENTRY_LINE + e for e in entries) + formatting._ENTRY_LINE + "        ]\n    )\n"
+        with formatting.Formatter(1) as formatter:
+            written = formatter.submit(source, "generated/one.py")()
+        unmarked = source.replace(formatting.BLOCK_MARKER, "").replace(formatting._ENTRY_LINE, "")
+        assert written == black.format_str(unmarked, mode=MODE)
+
+
+def test_characters_python_does_not_take_for_space_are_not_stripped_away():
+    """str.strip() strips the ASCII separators \\x1c-\\x1f, which Python cannot parse: black refuses such an
+    entry, so a layout must not quietly make it valid. Other control characters are black's to judge too."""
+    pattern, dtypes = "BackendPatternConfig(nn.Conv2d)", ".set_dtype_configs([d])"
+    for char in "\x1c\x1d\x1e\x1f\x0b\x0c\r\t\x00\x7f":
+        odd = [
+            entry(pattern + char, dtypes),
+            entry(char + pattern, dtypes),
+            entry(pattern, dtypes, comments=(char + "# conv",)),
+            entry(pattern, dtypes, comments=("# conv" + char,)),
+        ]
+        for text in odd:
+            try:
+                by_black = black_of_entry(text)
+            except black.parsing.InvalidInput:
+                by_black = None
+            layout = entry_layout.laid_out(text)
+            assert layout is None or laid_out_wrapped(layout) == by_black, repr(text)
+
+
+def test_a_dict_kept_open_is_laid_out_only_when_black_keeps_each_item_as_it_is():
+    """The items of a dict kept open by its trailing comma: black puts two on one line on two lines, and
+    splits a long one at its brackets; an item without brackets it cannot split, however long."""
+    pattern, dtypes = "BackendPatternConfig(nn.Conv2d)", ".set_dtype_configs([d])"
+    items = [
+        "0: f(" + "a" * 90 + "),",
+        "0: (" + "a" * 40 + ", " + "b" * 40 + "),",
+        "0: [" + "a" * 40 + ", " + "b" * 40 + "],",
+        "0: A, 1: B,",
+        "0: ObservationType." + "A" * 90 + ",",
+        "1" * 90 + ": ObservationType.A,",
+        "-1: ObservationType.A,",
+    ]
+    for item in items:
+        assert_same_black(entry(pattern, dtypes, "._set_x(", "{", item, "}", ")"))
+        assert_same_black(entry(pattern, dtypes, "._set_x(", "{", "0: A,", item, "}", ")", ".set_y(a)"))
+    assert entry_layout.laid_out(entry(pattern, dtypes, "._set_x(", "{", items[-1], "}", ")")) is not None
+
+
+def test_a_comment_that_reads_like_a_marker_is_kept():
+    """A section or a reason is spec text: `section="generator: format-entry"` renders the marker's text,
+    indented, in a comment. Only the template's markers (lines of their own) cut the blocks and entries;
+    the comment is written, as black writes it."""
+    head = 'def get_config() -> BackendConfig:\n    return BackendConfig("a").set_backend_pattern_configs(\n'
+    head += "        [\n"
+    comments = [("# generator: format-entry",), ("# Changed on purpose: generator: format-entry",)]
+    comments += [("# generator: format-block",), ("# generator: format-block", "# generator: format-entry")]
+    for comment in comments:
+        entries = [entry("BackendPatternConfig(a)", comments=("# other",))]
+        entries.append(entry("BackendPatternConfig(b)", comments=comment))
+        source = "import torch\n" + formatting.BLOCK_MARKER + head
+        source += "".join(formatting._ENTRY_LINE + e for e in entries) + formatting._ENTRY_LINE + "        ]\n    )\n"
+        with formatting.Formatter(1) as formatter:
+            written = formatter.submit(source, "generated/one.py")()
+        unmarked = source.replace("\n" + formatting.BLOCK_MARKER, "\n").replace("\n" + formatting._ENTRY_LINE, "\n")
+        assert all(c in unmarked for c in comment) and written == black.format_str(unmarked, mode=MODE)
+
+
+def test_a_memoised_names_check_is_not_reused_after_the_entries_are_cut_otherwise(tmp_path):
+    """The names check reads the text without its entries (formatting.without_entries): a pass remembered
+    before an edit of formatting.py (how the entries are cut) must not stand for the text after it."""
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copytree(ROOT / "generator", tmp_path / "generator", ignore=shutil.ignore_patterns("__pycache__"))
+    script = "from generator import check_memo; print(check_memo.key('text', 'generated/x.py', ['a']).hex())"
+
+    def memo_key() -> str:
+        run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True)
+        return run.stdout
+
+    before = memo_key()
+    formatting_file = tmp_path / "generator" / "formatting.py"
+    formatting_file.write_text(formatting_file.read_text() + "\n# entries cut otherwise\n")
+    assert memo_key() != before
