@@ -634,7 +634,8 @@ def config(pattern=None, dtype_configs=None, **settings) -> model.PatternConfig:
     if isinstance(declared, Declared):
         pattern, complex_format = declared.unwrap(pattern, complex_format)
         if declared.kind == "removed":
-            return declared.removal(complex_format is not None, settings.get("section", ""))
+            section = _one_line(settings.get("section", ""), "section", location)
+            return declared.removal(complex_format is not None, section)
     if dtype_configs is None:
         raise SpecFieldError("a pattern config needs dtype_configs", location)
     values = {key: _to_ref(settings.pop(key, None), key, "nni.ConvReLU2d") for key in _MODULE_FIELDS}
@@ -647,7 +648,7 @@ def config(pattern=None, dtype_configs=None, **settings) -> model.PatternConfig:
         observation_type=_observation_type(observation_type, "observation_type", observation_type),
         num_tensor_args_to_observation_type=_observation_types(settings.pop("num_tensor_args_to_observation_type", {})),
         input_type_to_index=_input_type_to_index(settings.pop("input_type_to_index", {})),
-        section=_text(settings.pop("section", ""), "section", location),
+        section=_one_line(settings.pop("section", ""), "section", location),
         overrides=_reason(settings.pop("overrides", None), location),
         divergence=declared.divergence if isinstance(declared, Declared) else None,
         location=location,
@@ -689,6 +690,15 @@ def _text(value, what: str, location) -> str:
     if not isinstance(value, str):
         raise SpecFieldError(f"{what} must be a string, not {describe(value)}", location)
     return value
+
+
+def _one_line(value, what: str, location) -> str:
+    """Text the generated module writes as a comment: a line break would end the comment there."""
+    text = _text(value, what, location)
+    if "\n" in text or "\r" in text:
+        message = f'{what} must be one line (it is written as a comment), e.g. {what}="conv + relu"'
+        raise SpecFieldError(message, location)
+    return text
 
 
 def _reason(value, location) -> str | None:
@@ -869,7 +879,7 @@ def _changed_dtype_config(value, reason):
 
 def _divergence(kind: str, reason, example: str, location) -> model.Divergence:
     """A declaration's difference, with the short one-line reason a reviewer reads."""
-    if not isinstance(reason, str) or not reason.strip() or "\n" in reason.strip():
+    if not isinstance(reason, str) or not reason.strip() or any(c in reason.strip() for c in "\n\r"):
         raise SpecFieldError(f"{kind}() needs a short one-line reason, e.g. {example}", location)
     return model.Divergence(kind, reason.strip(), location)
 
