@@ -8,6 +8,8 @@ same way, does not import Jinja2.
 
 from __future__ import annotations
 
+import re
+
 from generator.errors import TemplateRenderError
 from generator.model import Call, DTypeConfig, DTypeWithConstraints, FunctionDef, TorchRef
 
@@ -93,8 +95,12 @@ def bound_source(constraints: DTypeWithConstraints, bound: str) -> str:
     return proven(value, dict(constraints.spellings).get(bound)) or python_source(value)
 
 
+_MARKER_LINE = re.compile(r"^# generator: format-", re.MULTILINE)
+
+
 def docstring(text: str) -> str:
-    """A docstring literal for spec text, falling back to repr when quoting needs it."""
-    if '"""' in text or "\\" in text or text.endswith('"'):
+    """A docstring literal for spec text, falling back to repr when quoting needs it, or when a line of it
+    would read as a line the formatter cuts a module at (generator/formatting.py's markers)."""
+    if '"""' in text or "\\" in text or text.endswith('"') or _MARKER_LINE.search(text):
         return repr(text)
     return f'"""{text}"""'
