@@ -9,7 +9,9 @@ Through the real CLI, on a copy of the project:
   nothing written, and what it prints never reaches standard output.
 """
 
+import contextlib
 import functools
+import io
 import json
 import os
 import shutil
@@ -22,6 +24,7 @@ import pytest
 
 from generator import cli
 from tests.conftest import ROOT, commit_all, copy_project, git
+from tests.shared_builds import built_once
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
@@ -69,20 +72,22 @@ def keep_only(tmp_path_factory):
     """keep_only(project, *names): the project reduced to some spec files (and what they import), so that
     each run renders less.
 
-    Each reduction is regenerated once per worker, in process (setup, not what a test checks), then copied.
+    Each reduction is regenerated once per test run (tests/shared_builds.py), in process (setup, not what
+    a test checks), then copied.
     """
-    reduced: dict[tuple[str, ...], Path] = {}
 
     def reduce(project: Path, *names: str) -> Path:
-        if names not in reduced:
-            copy = copy_project(tmp_path_factory.mktemp("reduced") / "project")
+        def build(copy: Path) -> None:
+            copy_project(copy)
             for spec in (copy / "spec").glob("[!_]*.py"):
                 if spec.stem not in names:
                     spec.unlink()
-            assert cli.main(["--root", str(copy), "regenerate", "--jobs", "1"]) == 0, names  # removes the others
-            reduced[names] = copy
+            with contextlib.redirect_stdout(io.StringIO()):  # the written files' list, not the test's output
+                assert cli.main(["--root", str(copy), "regenerate", "--jobs", "1"]) == 0, names  # removes the others
+
+        reduced = built_once(tmp_path_factory, "user-code-" + "-".join(names), build)
         shutil.rmtree(project)
-        shutil.copytree(reduced[names], project)
+        shutil.copytree(reduced, project, symlinks=True)
         return project
 
     return reduce
