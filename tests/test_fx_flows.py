@@ -387,13 +387,16 @@ class Model:
     # mappings give tanh a fixed-qparams qconfig that the Linear beside it does not have.
     global_qconfig_for: tuple = ()
 
+    # Seeds the CPU generator alone (everything here runs on the CPU): torch.manual_seed also queues
+    # a seeding of each accelerator not yet initialised, capturing the stack each time (ms a call).
+
     def build(self) -> nn.Module:
-        torch.manual_seed(0)
+        torch.default_generator.manual_seed(0)
         return _randomize_batch_norms(self.module())
 
     def batches(self) -> list[tuple]:
         """Three calibration/evaluation batches, the same for both runs."""
-        torch.manual_seed(1)
+        torch.default_generator.manual_seed(1)
         return [self.inputs() for _ in range(3)]
 
 
@@ -706,10 +709,26 @@ def _quantized_engine(engine: str):
         torch.backends.quantized.engine = previous
 
 
+@contextlib.contextmanager
+def _no_stack_traces():
+    """FX tracing without recording each node's Python stack (torch.fx.config.do_not_emit_stack_traces).
+
+    Nothing compared here shows a node's stack trace (gm.code is not verbose, str(graph) omits it), and
+    a config cannot change it; recording it costs a stack walk per node, and the first one imports
+    torch._inductor to symbolize it: seconds per process.
+    """
+    previous = torch.fx.config.do_not_emit_stack_traces
+    torch.fx.config.do_not_emit_stack_traces = True
+    try:
+        yield
+    finally:
+        torch.fx.config.do_not_emit_stack_traces = previous
+
+
 def run_flow(api: str, model: Model, float_model: nn.Module, config: BackendConfig, backend: Backend) -> dict:
     """What the flow produced at each step, and the type of the exception that stopped it (or None)."""
     record: dict = {}
-    with _quantized_engine(backend.engine):
+    with _quantized_engine(backend.engine), _no_stack_traces():
         try:
             FLOWS[api](record, copy.deepcopy(float_model), model.batches(), config, backend.mapping(api, model))
         except Exception as exc:  # compared, not swallowed: the other config must raise the same type

@@ -9,17 +9,22 @@ Through the real CLI, on a copy of the project:
   nothing written, and what it prints never reaches standard output.
 """
 
+import contextlib
+import functools
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from generator import cli
 from tests.conftest import ROOT, commit_all, copy_project, git
+from tests.shared_builds import built_once
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
@@ -67,34 +72,41 @@ def keep_only(tmp_path_factory):
     """keep_only(project, *names): the project reduced to some spec files (and what they import), so that
     each run renders less.
 
-    Each reduction is regenerated once per worker, in process (setup, not what a test checks), then copied.
+    Each reduction is regenerated once per test run (tests/shared_builds.py), in process (setup, not what
+    a test checks), then copied.
     """
-    reduced: dict[tuple[str, ...], Path] = {}
 
     def reduce(project: Path, *names: str) -> Path:
-        if names not in reduced:
-            copy = copy_project(tmp_path_factory.mktemp("reduced") / "project")
+        def build(copy: Path) -> None:
+            copy_project(copy)
             for spec in (copy / "spec").glob("[!_]*.py"):
                 if spec.stem not in names:
                     spec.unlink()
-            assert cli.main(["--root", str(copy), "regenerate", "--jobs", "1"]) == 0, names  # removes the others
-            reduced[names] = copy
+            with contextlib.redirect_stdout(io.StringIO()):  # the written files' list, not the test's output
+                assert cli.main(["--root", str(copy), "regenerate", "--jobs", "1"]) == 0, names  # removes the others
+
+        reduced = built_once(tmp_path_factory, "user-code-" + "-".join(names), build)
         shutil.rmtree(project)
-        shutil.copytree(reduced[names], project)
+        shutil.copytree(reduced, project, symlinks=True)
         return project
 
     return reduce
 
 
-def regenerated_cleanly(project: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    done = generator(project, "regenerate", env=env)
+def here(capfd, project: Path) -> Callable[..., subprocess.CompletedProcess]:
+    """run(*args): the command on project by cli.main in this process (in_process)."""
+    return functools.partial(in_process, capfd, project)
+
+
+def regenerated_cleanly(run: Callable[..., subprocess.CompletedProcess]) -> subprocess.CompletedProcess:
+    done = run("regenerate")
     assert done.returncode == 0, done.stderr
     return done
 
 
-def assert_fresh(project: Path, env: dict | None = None) -> None:
+def assert_fresh(run: Callable[..., subprocess.CompletedProcess]) -> None:
     for command in (["check"], ["check", "--full"]):
-        done = generator(project, *command, env=env)
+        done = run(*command)
         assert done.returncode == 0, (command, done.stdout, done.stderr)
 
 
@@ -105,18 +117,18 @@ def assert_fresh(project: Path, env: dict | None = None) -> None:
 DROPPED_OP = "nn.Dropout, "  # in spec/_common.py's DEFAULT_OPS, which fbgemm's default ops use
 
 
-def test_an_edit_to_a_relatively_imported_module_makes_its_importer_stale(project, keep_only):
-    keep_only(project, "fbgemm", "x86")
+def test_an_edit_to_a_relatively_imported_module_makes_its_importer_stale(project, keep_only, capfd):
+    run = here(capfd, keep_only(project, "fbgemm", "x86"))
     edit(project / "spec" / "fbgemm.py", "from spec._common import (", "from ._common import (")
-    regenerated_cleanly(project)
+    regenerated_cleanly(run)
     edit(project / "spec" / "_common.py", DROPPED_OP, "")
-    before = generator(project, "check")
+    before = run("check")
     assert before.returncode == 1
     assert "generated/fbgemm.py" in stale(before)
     assert "generated/fbgemm.py: stale: spec/_common.py changed" in before.stdout
-    assert "generated/fbgemm.py" in written(regenerated_cleanly(project))
+    assert "generated/fbgemm.py" in written(regenerated_cleanly(run))
     assert "nn.Dropout" not in (project / "generated" / "fbgemm.py").read_text()
-    assert_fresh(project)
+    assert_fresh(run)
 
 
 HELPER = '''\
@@ -129,15 +141,15 @@ NOTE = (Path(__file__).parent / "data" / "note.txt").read_text().strip()
 '''
 
 
-def test_an_edit_to_a_helper_module_or_a_file_it_reads_makes_the_spec_stale(project, keep_only):
-    keep_only(project, "fbgemm")
+def test_an_edit_to_a_helper_module_or_a_file_it_reads_makes_the_spec_stale(project, keep_only, capfd):
+    run = here(capfd, keep_only(project, "fbgemm"))
     (project / "myops.py").write_text(HELPER)
     (project / "data").mkdir()
     (project / "data" / "note.txt").write_text("first note\n")
     spec = project / "spec" / "fbgemm.py"
     edit(spec, "from generator.dsl import", "from myops import DOC, NOTE\nfrom generator.dsl import")
     edit(spec, 'doc="BackendConfig for PyTorch\'s native FBGEMM backend."', 'doc=DOC + " " + NOTE')
-    regenerated_cleanly(project)
+    regenerated_cleanly(run)
     module = project / "generated" / "fbgemm.py"
     assert "FBGEMM, as the helper describes it. first note" in module.read_text()
 
@@ -146,13 +158,13 @@ def test_an_edit_to_a_helper_module_or_a_file_it_reads_makes_the_spec_stale(proj
         (project / "data" / "note.txt", "first note", "second note", "second note"),
     ):
         edit(path, old, new)
-        before = generator(project, "check")
+        before = run("check")
         assert before.returncode == 1, before.stdout
         relative = path.relative_to(project).as_posix()
         assert f"generated/fbgemm.py: stale: {relative} changed" in before.stdout
-        assert "generated/fbgemm.py" in written(regenerated_cleanly(project))
+        assert "generated/fbgemm.py" in written(regenerated_cleanly(run))
         assert shown in module.read_text()
-    assert_fresh(project)
+    assert_fresh(run)
 
 
 FUSERS = '''\
@@ -176,29 +188,30 @@ def test_an_edit_to_the_project_module_an_importable_name_points_to_makes_its_us
     edit(spec, "    config,\n", "    config,\n    importable,\n")
     edit(spec, "fuser_method=sequential(nni.ConvReLU2d)", 'fuser_method=importable("my_pkg.fusers.fuse_conv_relu")')
     installed = dict(ENV, PYTHONPATH=os.pathsep.join([str(ROOT), str(project)]))  # my_pkg importable from anywhere
-    regenerated_cleanly(project, installed)
+    run = functools.partial(generator, project, env=installed)  # a real process: the environment installs my_pkg
+    regenerated_cleanly(run)
     assert "from my_pkg.fusers import fuse_conv_relu" in (project / "generated" / "my_backend.py").read_text()
     edit(project / "my_pkg" / "fusers.py", "    return", "    # an edit that may change what the name is\n    return")
-    before = generator(project, "check", env=installed)
+    before = run("check")
     assert before.returncode == 1, before.stdout
     # The module only imports the name, so its text stays: check says the input changed, and why it matters not.
     assert "generated/my_backend.py: inputs changed (my_pkg/fusers.py changed), content unchanged" in before.stdout
-    regenerated_cleanly(project, installed)
-    assert_fresh(project, installed)
+    regenerated_cleanly(run)
+    assert_fresh(run)
 
 
-def test_diff_judges_a_revision_by_the_helper_files_its_spec_read(project, keep_only):
-    keep_only(project, "fbgemm")
+def test_diff_judges_a_revision_by_the_helper_files_its_spec_read(project, keep_only, capfd):
+    run = here(capfd, keep_only(project, "fbgemm"))
     (project / "myops.py").write_text('DOC = "FBGEMM, as the helper describes it."\n')
     spec = project / "spec" / "fbgemm.py"
     edit(spec, "from generator.dsl import", "from myops import DOC\nfrom generator.dsl import")
     edit(spec, 'doc="BackendConfig for PyTorch\'s native FBGEMM backend."', "doc=DOC")
-    regenerated_cleanly(project)
+    regenerated_cleanly(run)
     commit_all(project)
     (project / "NOTES.md").write_text("a commit that changes no input\n")
     git(project, "add", "-A")
     git(project, "commit", "-qm", "notes")
-    done = generator(project, "diff", "--rev", "HEAD~1..HEAD")
+    done = run("diff", "--rev", "HEAD~1..HEAD")
     assert done.returncode == 0, (done.stdout, done.stderr)  # not "out of date": myops.py is read at HEAD too
     assert "out of date" not in done.stdout
 
@@ -222,11 +235,12 @@ def test_one_spec_file_mutating_a_shared_list_changes_no_other_output(project, k
     before = snapshot(project)
     spec = project / "spec" / "executorch.py"  # loaded first: every other load would see the mutation
     spec.write_text(spec.read_text() + MUTATION)
-    regenerated_cleanly(project)
+    run = functools.partial(generator, project)  # a fresh interpreter: the spec mutates the generator's own modules
+    regenerated_cleanly(run)
     after = snapshot(project)
     changed = sorted(name for name in before if before[name] != after[name])
     assert changed == ["generated/manifest.json"]  # the spec file's digest, nothing else
-    assert_fresh(project)
+    assert_fresh(run)
 
 
 # ---------------------------------------------------------------------------
@@ -289,19 +303,19 @@ _os.write(1, b"written to fd 1 by the spec\\n")
 """
 
 
-def test_what_a_spec_prints_never_reaches_standard_output(project, keep_only):
-    keep_only(project, "x86")
+def test_what_a_spec_prints_never_reaches_standard_output(project, keep_only, capfd):
+    run = here(capfd, keep_only(project, "x86"))  # capfd: what reaches file descriptors 1 and 2
     spec = project / "spec" / "x86.py"
     commit_all(project)
     # A real change, so that diff builds x86 and loads its spec (for its lines); and the prints.
     edit(spec, "weighted = [x86_weighted_op_int8_dtype_config]", "weighted = [x86_default_op_quint8_dtype_config]")
     spec.write_text(spec.read_text() + PRINTS)
-    regenerated_cleanly(project)
-    matrix = generator(project, "matrix", "--stdout")
+    regenerated_cleanly(run)
+    matrix = run("matrix", "--stdout")
     assert matrix.returncode == 0, matrix.stderr
     assert matrix.stdout == (project / "docs" / "support-matrix.md").read_text()
     assert "printed by the spec" in matrix.stderr and "written to fd 1 by the spec" in matrix.stderr
-    diff = generator(project, "diff", "--format", "json")  # HEAD against the working tree
+    diff = run("diff", "--format", "json")  # HEAD against the working tree
     assert "printed by the spec" in diff.stderr  # the spec was loaded (for its lines) ...
     document = json.loads(diff.stdout)  # ... and standard output is JSON only
     assert isinstance(document, dict)
@@ -325,7 +339,7 @@ def test_import_of_a_builder_that_exits_is_one_located_line_and_writes_nothing(p
     assert not (project / "spec" / "quitter.py").exists()
 
 
-def test_diff_of_a_revision_whose_generated_module_exits_is_one_located_line(project):
+def test_diff_of_a_revision_whose_generated_module_exits_is_one_located_line(project, capfd):
     commit_all(project)
     module = project / "generated" / "fbgemm.py"
     good = module.read_text()
@@ -334,7 +348,7 @@ def test_diff_of_a_revision_whose_generated_module_exits_is_one_located_line(pro
     git(project, "commit", "-qam", "a generated module that exits")
     module.write_text(good)
     git(project, "commit", "-qam", "repaired")
-    done = generator(project, "diff", "--rev", "HEAD~1..HEAD", "--format", "json")
+    done = in_process(capfd, project, "diff", "--rev", "HEAD~1..HEAD", "--format", "json")  # an escaped exit fails
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stdout == ""
     assert done.stderr == f"error: generated/fbgemm.py at HEAD~1:{line}: generated/fbgemm.py at HEAD~1 raised " \
@@ -352,7 +366,7 @@ def test_diff_against_a_reference_builder_that_exits_is_one_located_line(project
     (project / "myref.py").write_text(EXITING_REFERENCE)
     edit(project / "spec" / "x86.py", "torch.ao.quantization.backend_config.x86.get_x86_backend_config",
          "myref.get_reference_config")  # fmt: skip
-    regenerated_cleanly(project)
+    regenerated_cleanly(here(capfd, project))
     done = in_process(capfd, project, "diff", "--against-torch", "--format", "json")  # torch imported already
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stdout == ""
