@@ -303,10 +303,12 @@ def _ptq(found, backend_config):
 def _qat(found, backend_config):
     model, inputs = model_and_inputs(found)
     prepared = prepare_qat_fx(model.train(), qconfig_mapping(found, qat=True), (inputs,), backend_config=backend_config)
-    optimizer = torch.optim.SGD(prepared.parameters(), lr=0.01)
     loss = sum(out.sum() for out in prepared(inputs))
     loss.backward()
-    optimizer.step()
+    with torch.no_grad():  # one plain SGD step (torch.optim's first use imports torch._dynamo: seconds)
+        for parameter in prepared.parameters():
+            if parameter.grad is not None:
+                parameter -= 0.01 * parameter.grad
     converted = convert_to_reference_fx(copy.deepcopy(prepared).eval(), backend_config=backend_config)
     result = _result([prepared, converted], converted, inputs)
     result.modules.insert(0, str(prepared))
