@@ -257,7 +257,7 @@ class Branches(nn.Module):
 
 
 def model_and_inputs(found: list[Branch], seed: int = 0):
-    torch.manual_seed(seed)
+    torch.default_generator.manual_seed(seed)
     model = Branches([b.make() for b in found])
     inputs = [torch.randn(b.input_shape) for b in found]
     return model, inputs
@@ -280,12 +280,21 @@ class FlowResult:
 
 
 def run_flows(found: list[Branch], backend_config) -> dict[str, tuple[FlowResult, nn.Module]]:
-    """{flow: (result, final model)} for ptq, and qat and fuse where the patterns call for them."""
-    results = {"ptq": _ptq(found, backend_config)}
-    if any(b.qat_module for b in found):
-        results["qat"] = _qat(found, backend_config)
-    if any(b.fused_module for b in found):
-        results["fuse"] = _fuse(found, backend_config)
+    """{flow: (result, final model)} for ptq, and qat and fuse where the patterns call for them.
+
+    FX traces without recording each node's Python stack: nothing compared shows it (gm.code is not
+    verbose), and the first stack recorded imports torch._inductor to symbolize it (seconds a process).
+    """
+    previous = torch.fx.config.do_not_emit_stack_traces
+    torch.fx.config.do_not_emit_stack_traces = True
+    try:
+        results = {"ptq": _ptq(found, backend_config)}
+        if any(b.qat_module for b in found):
+            results["qat"] = _qat(found, backend_config)
+        if any(b.fused_module for b in found):
+            results["fuse"] = _fuse(found, backend_config)
+    finally:
+        torch.fx.config.do_not_emit_stack_traces = previous
     return results
 
 
@@ -294,7 +303,7 @@ def _ptq(found, backend_config):
     example = (inputs,)
     prepared = prepare_fx(model.eval(), qconfig_mapping(found, qat=False), example, backend_config=backend_config)
     for seed in range(3):
-        torch.manual_seed(100 + seed)
+        torch.default_generator.manual_seed(100 + seed)  # the CPU generator: torch.manual_seed costs ms
         prepared([torch.randn(b.input_shape) for b in found])
     converted = convert_to_reference_fx(copy.deepcopy(prepared), backend_config=backend_config)
     return _result([prepared, converted], converted, inputs), converted
