@@ -26,6 +26,7 @@ import ast
 import dataclasses
 import hashlib
 import io
+import re
 import subprocess
 import sys
 import tarfile
@@ -101,9 +102,23 @@ def load_builders(root: Path, wanted: list[str]) -> tuple[list[BuilderRef], dict
             fresh = not stale_files(Side(root, None))
         except GeneratorError:  # said in its turn, after the spec's own errors
             fresh = False
-        if fresh:
+        if fresh and _may_name_a_reference(root, wanted):
             _import_torch()
         return loading.result()
+
+
+def _may_name_a_reference(root: Path, wanted: list[str]) -> bool:
+    """Whether a spec file could give a wanted backend a reference builder (`reference=`): only then is
+    torch worth importing ahead. A guess from the text, only for speed: comparing imports what it needs."""
+    try:
+        texts = [path.read_text(encoding="utf-8", errors="replace") for path in sorted((root / "spec").rglob("*.py"))]
+    except OSError:
+        return True
+    naming = [text for text in texts if any(name in text for name in wanted)]
+    return any(_REFERENCE.search(text) for text in (naming if wanted and naming else texts))
+
+
+_REFERENCE = re.compile(r"\breference\s*=")
 
 
 def _builders_and_locations(root: Path, wanted: list[str]):
@@ -127,9 +142,11 @@ def against_torch(root: Path, refs: list[BuilderRef], locations: dict | None = N
     reason; a declaration that does not happen counts as drift. `locations` are the
     spec's lines when the caller has them (`load_builders`): the spec is not run again.
     """
+    if all(ref.reference is None for ref in refs):
+        return  # nothing to compare: no torch to import
     if locations is None:
         locations = spec_locations(root)
-    from generator import divergence
+    from generator import divergence  # imports torch
 
     for ref in refs:
         if ref.reference is None:

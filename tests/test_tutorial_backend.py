@@ -128,14 +128,18 @@ def test_check_matrix_and_diff_handle_a_backend_without_a_reference(tutorial, ca
 
 
 def test_diff_against_torch_from_the_command_line_exits_0_without_a_traceback(tutorial):
+    """...and without importing torch: the backend asked for has no reference builder to build."""
     project, _ = tutorial
     done = subprocess.run(
-        [sys.executable, "-m", "generator", "--root", str(project), "diff", "--against-torch", "my_backend"],
+        [sys.executable, "-X", "importtime", "-m", "generator", "--root", str(project), "diff", "--against-torch",
+         "my_backend"],
         cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
-    )
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout == "not compared (no reference builder): my_backend\n"
     assert "Traceback" not in done.stderr
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
+    assert "generator.reviewing" in imported and "torch" not in imported
 
 
 def test_diff_rev_shows_a_change_to_the_new_backend(tmp_path, tmp_path_factory, capsys):
