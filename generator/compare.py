@@ -288,6 +288,8 @@ def _dtype_config_findings(prefix: str, ours: Any, theirs: Any) -> Iterator[_Fin
     if not (type(ours) is type(theirs) is DTypeConfig):
         yield prefix, _mismatch(type(ours), type(theirs))
         return
+    if ours is theirs:
+        return  # one object on both sides (a config compared with its copy): nothing in it differs
     yield from _attribute_findings(prefix, ours, theirs, _DTYPE_CONFIG_ATTRIBUTES)
     for side in DTYPE_SIDES:
         attribute = f"{side}_with_constraints"
@@ -304,6 +306,8 @@ def _constraint_findings(prefix: str, ours: Any, theirs: Any) -> Iterator[_Findi
     if not (type(ours) is type(theirs) is DTypeWithConstraints):
         yield prefix, _mismatch(type(ours), type(theirs))
         return
+    if ours is theirs:
+        return  # one object on both sides: nothing in it differs
     yield from _attribute_findings(prefix, ours, theirs, frozenset(CONSTRAINT_FIELDS))
     for field in CONSTRAINT_FIELDS:
         ours_value, theirs_value = getattr(ours, field), getattr(theirs, field)
