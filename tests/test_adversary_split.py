@@ -1,0 +1,76 @@
+"""Adversarial checks of the build's split between this process and a forked child (generator/pipeline.py):
+whichever process meets a failure, the run says what rendering the modules in order (`--jobs 1`) says."""
+
+import pytest
+
+from generator import errors, formatting, pipeline, planning
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def spec():
+    """The committed spec's modules, and the targets of its generated modules."""
+    modules = pipeline.load(ROOT, validate=False)
+    return modules, [t for t in planning.plan(ROOT) if not t.is_matrix]
+
+
+def built(spec, jobs, folder):
+    modules, targets = spec
+    with formatting.Formatter(jobs, folder) as formatter:
+        return pipeline.build(ROOT, modules, targets, formatter)
+
+
+def shares(spec) -> tuple[list[str], list[str], list[str]]:
+    """Every module in rendering order, those the child renders, those this process renders."""
+    modules, _ = spec
+    order = sorted(modules, key=lambda m: -pipeline._pattern_count(m))
+    theirs = {m.spec.name for m in pipeline._child_share(order)}
+    names = [m.spec.name for m in order]
+    return names, [n for n in names if n in theirs], [n for n in names if n not in theirs]
+
+
+class TemplateBug(Exception):
+    """Not a GeneratorError: what a template calling a method wrongly raises (a TypeError, say)."""
+
+
+@pytest.mark.parametrize("first_is_the_child_s", [True, False])
+def test_a_spec_error_rendered_first_comes_before_a_bug_rendered_later(spec, tmp_path, monkeypatch,
+                                                                       first_is_the_child_s):  # fmt: skip
+    """One module fails with a spec error, a later one (in the other process) with an exception that is not
+    a GeneratorError: rendering in order never reaches the later one, so the spec error is said."""
+    order, theirs, mine = shares(spec)
+    spec_error, bug = (theirs[0], mine[-1]) if first_is_the_child_s else (mine[0], theirs[-1])
+    assert order.index(spec_error) < order.index(bug)
+    real = pipeline.render_module
+
+    def render(module, templates):
+        if module.spec.name == spec_error:
+            raise errors.SpecFieldError(f"{spec_error} has a misspelt parameter", None)
+        if module.spec.name == bug:
+            raise TemplateBug(f"{bug}'s template is broken")
+        return real(module, templates)
+
+    monkeypatch.setattr(pipeline, "render_module", render)
+    for jobs in (1, 2):
+        with pytest.raises(errors.SpecFieldError, match=f"^{spec_error} has"):
+            built(spec, jobs, tmp_path)
+
+
+@pytest.mark.parametrize("first_is_the_child_s", [True, False])
+def test_a_bug_rendered_first_comes_before_a_spec_error_rendered_later(spec, tmp_path, monkeypatch,
+                                                                       first_is_the_child_s):  # fmt: skip
+    order, theirs, mine = shares(spec)
+    bug, spec_error = (theirs[0], mine[-1]) if first_is_the_child_s else (mine[0], theirs[-1])
+    real = pipeline.render_module
+
+    def render(module, templates):
+        if module.spec.name == spec_error:
+            raise errors.SpecFieldError(f"{spec_error} has a misspelt parameter", None)
+        if module.spec.name == bug:
+            raise TemplateBug(f"{bug}'s template is broken")
+        return real(module, templates)
+
+    monkeypatch.setattr(pipeline, "render_module", render)
+    for jobs in (1, 2):
+        with pytest.raises(TemplateBug, match=f"^{bug}'s template"):
+            built(spec, jobs, tmp_path)
