@@ -1,6 +1,10 @@
 """Adversarial checks of the build's split between this process and a forked child (generator/pipeline.py):
 whichever process meets a failure, the run says what rendering the modules in order (`--jobs 1`) says."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from generator import errors, formatting, pipeline, planning
@@ -74,3 +78,27 @@ def test_a_bug_rendered_first_comes_before_a_spec_error_rendered_later(spec, tmp
     for jobs in (1, 2):
         with pytest.raises(TemplateBug, match=f"^{bug}'s template"):
             built(spec, jobs, tmp_path)
+
+
+def regenerate(project, *options) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "generator", "regenerate", "--force", *options], cwd=project,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)  # fmt: skip
+
+
+def test_what_the_checks_compile_warns_of_is_said_alike_whatever_the_jobs_and_the_cache(project):
+    """A template that writes `x is 1` makes compile() warn as the static checks compile each module. Part
+    of the checks run in the child, whose output comes after this process's, and a text that passed once
+    is not compiled again (check_memo): what a run says must depend on neither."""
+    template = project / "templates" / "functions" / "sequential.py.j2"
+    template.write_text(
+        template.read_text().replace("(is_qat, m1, m2):\n", "(is_qat, m1, m2):\n    assert m1 is not 1\n")
+    )
+    said = []
+    for options, memo in ((["--jobs", "1"], "cold"), (["--jobs", "2"], "cold"), (["--jobs", "2"], "warm")):
+        if memo == "cold":
+            for kept in (project / ".cache" / "generator").glob("checked-*.bin"):
+                kept.unlink()
+        done = regenerate(project, *options)
+        assert done.returncode == 0, done.stderr
+        said.append(done.stderr)
+    assert said[0] == said[1] == said[2]
