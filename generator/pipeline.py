@@ -207,7 +207,8 @@ def _passes_checks(root: Path, name: str, module: ExpandedModule, text: str) -> 
             warnings.simplefilter("ignore")
             check_module(text, module.spec.output)
             naming.check_spec_names(root, module, formatting.without_entries(text, entry_lines))
-    except (GeneratorError, SyntaxError):  # checked again on black's text, which says what is wrong
+    except Exception:  # noqa: BLE001 - checked again on black's text, which says what is wrong (compile's
+        # RecursionError on a huge expression too: raised there, in order, by this process)
         return False
     check_memo.remember(cache_folder(root), name, digest)
     return True

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from generator import errors, formatting, pipeline, planning
+from generator import check_memo, errors, formatting, pipeline, planning
 from tests.conftest import ROOT
 
 
@@ -102,3 +102,31 @@ def test_what_the_checks_compile_warns_of_is_said_alike_whatever_the_jobs_and_th
         assert done.returncode == 0, done.stderr
         said.append(done.stderr)
     assert said[0] == said[1] == said[2]
+
+
+def test_a_check_failing_other_than_by_a_spec_error_leaves_a_spec_error_rendered_first_said(
+    spec, tmp_path, monkeypatch
+):
+    """compile() raises RecursionError (not SyntaxError) on a text with a 100000-term expression, which a
+    template can write. The child checks its modules before this process raises the first render error:
+    rendering in order stops at that error and never checks the later module, so the error is said."""
+    order, theirs, mine = shares(spec)
+    real_render, real_check = pipeline.render_module, pipeline.check_module
+
+    def render(module, templates):
+        if module.spec.name == mine[0]:
+            raise errors.SpecFieldError(f"{mine[0]} has a misspelt parameter", None)
+        return real_render(module, templates)
+
+    def check(text, output):
+        if output == f"generated/{theirs[-1]}.py":
+            raise RecursionError("maximum recursion depth exceeded during compilation")
+        return real_check(text, output)
+
+    monkeypatch.setattr(pipeline, "render_module", render)
+    monkeypatch.setattr(pipeline, "check_module", check)
+    monkeypatch.setattr(check_memo, "passed", lambda *args: False)  # every text is checked
+    monkeypatch.setattr(check_memo, "remember", lambda *args: None)
+    for jobs in (1, 2):
+        with pytest.raises(errors.SpecFieldError, match=f"^{mine[0]} has"):
+            built(spec, jobs, tmp_path)
