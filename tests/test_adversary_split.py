@@ -130,3 +130,28 @@ def test_a_check_failing_other_than_by_a_spec_error_leaves_a_spec_error_rendered
     for jobs in (1, 2):
         with pytest.raises(errors.SpecFieldError, match=f"^{mine[0]} has"):
             built(spec, jobs, tmp_path)
+
+
+def test_through_the_cli_a_misspelt_parameter_is_said_before_a_later_template_s_bug(project):
+    """The README's function() with a misspelt parameter in the largest module (rendered here), and a
+    template bug in one only the smallest module uses (rendered in the child): --jobs 1 and the default
+    both say the misspelt parameter, the first failure in rendering order."""
+    native = project / "spec" / "native.py"
+    source = native.read_text()
+    source = source.replace(
+        "import Backend, DTypeConfig, Module", "import Backend, DTypeConfig, Module, config, function, nn, nni"
+    )
+    source = source.replace(
+        "configs=native_layout(linear=linear, binary=default, fixed=default, share=default, **shared),",
+        "configs=native_layout(linear=linear, binary=default, fixed=default, share=default, **shared)\n"
+        "            + [config((nn.Linear, nn.Tanh), default, fused_module=nni.LinearTanh,\n"
+        '                      fuser_method=function("sequential", "_fuse_linear_tanh", fused_modul=nni.LinearTanh))],',
+    )
+    native.write_text(source)
+    getter = project / "templates" / "functions" / "getitem_root_node_getter.py.j2"
+    getter.write_text(getter.read_text().replace("return op", "return op  # {{ name.upper(1) }}"))
+    said = {jobs: regenerate(project, "--jobs", jobs) for jobs in ("1", "2")}
+    for done in said.values():
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr.startswith("error: spec/native.py:") and "has no parameter fused_modul=" in done.stderr
+    assert said["1"].stderr == said["2"].stderr
