@@ -7,21 +7,11 @@ import sys
 
 import pytest
 
-from generator import check_memo, errors, formatting, pipeline, planning
+from generator import check_memo, errors, pipeline
+from tests import test_build_split
 from tests.conftest import ROOT
 
-
-@pytest.fixture(scope="module")
-def spec():
-    """The committed spec's modules, and the targets of its generated modules."""
-    modules = pipeline.load(ROOT, validate=False)
-    return modules, [t for t in planning.plan(ROOT) if not t.is_matrix]
-
-
-def built(spec, jobs, folder):
-    modules, targets = spec
-    with formatting.Formatter(jobs, folder) as formatter:
-        return pipeline.build(ROOT, modules, targets, formatter)
+spec, built = test_build_split.spec, test_build_split.built  # the committed spec's fixture, a build with N jobs
 
 
 def shares(spec) -> tuple[list[str], list[str], list[str]]:
@@ -37,14 +27,15 @@ class TemplateBug(Exception):
     """Not a GeneratorError: what a template calling a method wrongly raises (a TypeError, say)."""
 
 
+@pytest.mark.parametrize("spec_error_first", [True, False])
 @pytest.mark.parametrize("first_is_the_child_s", [True, False])
-def test_a_spec_error_rendered_first_comes_before_a_bug_rendered_later(spec, tmp_path, monkeypatch,
-                                                                       first_is_the_child_s):  # fmt: skip
-    """One module fails with a spec error, a later one (in the other process) with an exception that is not
-    a GeneratorError: rendering in order never reaches the later one, so the spec error is said."""
-    order, theirs, mine = shares(spec)
-    spec_error, bug = (theirs[0], mine[-1]) if first_is_the_child_s else (mine[0], theirs[-1])
-    assert order.index(spec_error) < order.index(bug)
+def test_the_first_failure_in_order_is_said_when_one_is_a_bug(spec, tmp_path, monkeypatch, first_is_the_child_s,
+                                                              spec_error_first):  # fmt: skip
+    """One module fails with a spec error, another (in the other process) with an exception that is not a
+    GeneratorError: rendering in order never reaches the later one, so the earlier one is said."""
+    _, theirs, mine = shares(spec)
+    first, later = (theirs[0], mine[-1]) if first_is_the_child_s else (mine[0], theirs[-1])
+    spec_error, bug = (first, later) if spec_error_first else (later, first)
     real = pipeline.render_module
 
     def render(module, templates):
@@ -55,28 +46,9 @@ def test_a_spec_error_rendered_first_comes_before_a_bug_rendered_later(spec, tmp
         return real(module, templates)
 
     monkeypatch.setattr(pipeline, "render_module", render)
+    expected = (errors.SpecFieldError, f"^{spec_error} has") if spec_error_first else (TemplateBug, f"^{bug}'s")
     for jobs in (1, 2):
-        with pytest.raises(errors.SpecFieldError, match=f"^{spec_error} has"):
-            built(spec, jobs, tmp_path)
-
-
-@pytest.mark.parametrize("first_is_the_child_s", [True, False])
-def test_a_bug_rendered_first_comes_before_a_spec_error_rendered_later(spec, tmp_path, monkeypatch,
-                                                                       first_is_the_child_s):  # fmt: skip
-    order, theirs, mine = shares(spec)
-    bug, spec_error = (theirs[0], mine[-1]) if first_is_the_child_s else (mine[0], theirs[-1])
-    real = pipeline.render_module
-
-    def render(module, templates):
-        if module.spec.name == spec_error:
-            raise errors.SpecFieldError(f"{spec_error} has a misspelt parameter", None)
-        if module.spec.name == bug:
-            raise TemplateBug(f"{bug}'s template is broken")
-        return real(module, templates)
-
-    monkeypatch.setattr(pipeline, "render_module", render)
-    for jobs in (1, 2):
-        with pytest.raises(TemplateBug, match=f"^{bug}'s template"):
+        with pytest.raises(expected[0], match=expected[1]):
             built(spec, jobs, tmp_path)
 
 
