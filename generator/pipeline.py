@@ -8,6 +8,7 @@ the caller.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -97,7 +98,7 @@ def build(
     with contextlib.ExitStack() as stack:
         # Half the modules (by patterns) are rendered and checked in a forked child meanwhile, when
         # there are enough to be worth a process (see _child_share).
-        child = stack.enter_context(forked.Forked(_rendered_and_checked, root, theirs)) if theirs else None
+        child = stack.enter_context(forked.Forked(_rendered_and_checked_there, root, theirs)) if theirs else None
         mine = [t for t in largest_first if t.name not in {m.spec.name for m in theirs}]
         outcomes = _rendered([by_name[t.name] for t in mine], templates)
         for target in mine:
@@ -112,6 +113,9 @@ def build(
         }  # fmt: skip
         if child is not None:
             their_outcomes, their_checked = child.result()
+            failed = next((i for i, m in enumerate(theirs) if their_outcomes.get(m.spec.name, "") is None), None)
+            if failed is not None:  # not with a GeneratorError: rendered here from there on, to raise it in order
+                their_outcomes, their_checked = _rendered_and_checked(root, theirs[failed:])
             outcomes.update(their_outcomes)
             checked |= their_checked
     _raise_first_error(largest_first, outcomes)  # as rendering them one after the other would
@@ -153,13 +157,17 @@ def _child_share(largest_first: list[ExpandedModule]) -> list[ExpandedModule]:
     return share
 
 
-def _rendered(modules: list[ExpandedModule], templates: Path) -> dict[str, str | GeneratorError]:
-    """Each module's rendered text by name, in order, up to the first error, which takes its place."""
-    outcomes: dict[str, str | GeneratorError] = {}
+def _rendered(modules: list[ExpandedModule], templates: Path) -> dict[str, str | Exception]:
+    """Each module's rendered text by name, in order, up to the first error, which takes its place.
+
+    An exception that is not a GeneratorError (a template's bug) is kept too: raised in order, it
+    neither hides a spec error in a module rendered before it nor is hidden by one rendered after it.
+    """
+    outcomes: dict[str, str | Exception] = {}
     for module in modules:
         try:
             outcomes[module.spec.name] = render_module(module, templates)
-        except GeneratorError as error:
+        except Exception as error:
             outcomes[module.spec.name] = error
             break
     return outcomes
@@ -173,9 +181,17 @@ def _rendered_and_checked(root: Path, modules: list[ExpandedModule]) -> tuple[di
     return outcomes, checked
 
 
+def _rendered_and_checked_there(root: Path, modules: list[ExpandedModule]) -> tuple[dict, set[str]]:
+    """_rendered_and_checked, with None for an exception that is not a GeneratorError: it may not pickle,
+    and its traceback must come from the process that raises it (build renders that module again)."""
+    outcomes, checked = _rendered_and_checked(root, modules)
+    return {name: None if isinstance(o, Exception) and not isinstance(o, GeneratorError) else o
+            for name, o in outcomes.items()}, checked  # fmt: skip
+
+
 def _raise_first_error(largest_first: list[Target], outcomes: dict) -> None:
     for target in largest_first:
-        if isinstance(outcomes.get(target.name), GeneratorError):
+        if isinstance(outcomes.get(target.name), Exception):
             raise outcomes[target.name]
 
 
@@ -185,9 +201,14 @@ def _passes_checks(root: Path, name: str, module: ExpandedModule, text: str) -> 
         return True  # this very text passed both checks with these names (see generator/check_memo.py)
     entry_lines = sum(len(b.backend.configs) + 1 for b in module.backends if b.backend.configs)
     try:
-        check_module(text, module.spec.output)
-        naming.check_spec_names(root, module, formatting.without_entries(text, entry_lines))
-    except (GeneratorError, SyntaxError):  # checked again on black's text, which says what is wrong
+        # Silent: compile() warns of the text (`x is 1`) only on a cache miss, and part of the modules
+        # are checked in a child whose output comes after this process's.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            check_module(text, module.spec.output)
+            naming.check_spec_names(root, module, formatting.without_entries(text, entry_lines))
+    except Exception:  # noqa: BLE001 - checked again on black's text, which says what is wrong (compile's
+        # RecursionError on a huge expression too: raised there, in order, by this process)
         return False
     check_memo.remember(cache_folder(root), name, digest)
     return True
