@@ -12,7 +12,8 @@ from generator import pipeline
 from generator.expansion import torch_refs
 from generator.model import TorchRef
 from tests.builders import GENERATED_MODULES
-from tests.conftest import ROOT
+from tests.conftest import ROOT, copy_project
+from tests.shared_builds import worker_copy
 
 OUTPUTS = [f"generated/{module}.py" for module in GENERATED_MODULES] + ["docs/support-matrix.md"]
 
@@ -103,10 +104,10 @@ COUNTING = (
 )
 
 
-@pytest.fixture
-def counted(project):
-    """The project, with spec/fbgemm.py counting its executions in fbgemm-runs.log and its module
+def counting_project(project):
+    """A copy of the project, with spec/fbgemm.py counting its executions in fbgemm-runs.log and its module
     docstring read from spec/fbgemm_doc.txt; regenerated once, so the model cache holds every load."""
+    copy_project(project)
     spec = project / "spec" / "fbgemm.py"
     text = spec.read_text()
     assert MODULE_DOC in text
@@ -116,7 +117,13 @@ def counted(project):
     regenerate(project)
     assert runs(project) == 1
     assert_committed_outputs(project)
-    return project
+
+
+@pytest.fixture
+def counted(tmp_path_factory):
+    """counting_project, built once per run (its first regenerate executes every spec file); each test
+    gets a copy of its own. The model cache records project-relative names, so it holds in the copy."""
+    return worker_copy(tmp_path_factory, "load-speed-counted", counting_project)
 
 
 def runs(project) -> int:
