@@ -47,9 +47,31 @@ CORRUPTIONS = {
 }
 
 
+@pytest.fixture(scope="module")
+def forced_once(tmp_path_factory):
+    """(path, copy): the project after `regenerate --force` at `path`, run once per module and worker, and a
+    copy of what it left. Compiled templates are kept under their template's absolute path (Jinja2's cache
+    key), so each test gets the copy back at `path`: every file and cache as its own first run leaves them."""
+    path = tmp_path_factory.getbasetemp() / "forced-once" / "project"
+    copy_project(path)
+    regenerate(path, "--force")
+    copy = tmp_path_factory.mktemp("forced-once-copy") / "project"
+    shutil.copytree(path, copy, symlinks=True)
+    return path, copy
+
+
+@pytest.fixture
+def forced(forced_once):
+    """The project as `regenerate --force` left it (forced_once), at the path it ran at."""
+    path, copy = forced_once
+    shutil.rmtree(path)
+    shutil.copytree(copy, path, symlinks=True)
+    return path
+
+
 @pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
-def test_a_corrupt_template_cache_cannot_change_output(project, corruption):
-    regenerate(project, "--force")
+def test_a_corrupt_template_cache_cannot_change_output(forced, corruption):
+    project = forced  # regenerated with --force
     files = template_cache_files(project)
     assert len(files) >= len(list((project / "templates").rglob("*.j2"))) >= 2
     corrupted = {}
@@ -62,8 +84,8 @@ def test_a_corrupt_template_cache_cannot_change_output(project, corruption):
     assert all(path.read_bytes() != corrupted[path] for path in files)  # compiled again, and replaced
 
 
-def test_an_edited_template_is_compiled_again(project):
-    regenerate(project, "--force")
+def test_an_edited_template_is_compiled_again(forced):
+    project = forced  # regenerated with --force
     module_template = project / "templates" / "module.py.j2"
     module_template.write_text(module_template.read_text() + "# edited by a test\n")
     regenerate(project)
@@ -352,8 +374,8 @@ def check_memo_entries(project):
     return sorted((project / ".cache" / "generator").glob("checked-*.bin"))
 
 
-def test_the_check_memo_serves_only_the_text_that_passed_and_a_corrupt_entry_is_checked_again(project):
-    regenerate(project, "--force")
+def test_the_check_memo_serves_only_the_text_that_passed_and_a_corrupt_entry_is_checked_again(forced):
+    project = forced  # regenerated with --force
     entries = check_memo_entries(project)
     assert [e.name for e in entries] == [f"checked-{module}.bin" for module in sorted(GENERATED_MODULES)]
     for entry in entries:
