@@ -20,24 +20,13 @@ from generator import cli, pipeline, spec_loading
 from generator.model import Backend
 from tests.conftest import ROOT, copy_project
 from tests.shared_builds import built_once
+from tests.suiteB_one_path import project_at_one_path
 from tests.test_matrix import parse_matrix
 
 CASES = sorted(p for p in (ROOT / "tests" / "bad_specs").iterdir() if p.is_dir())
 
 
-@pytest.fixture
-def project(tmp_path_factory) -> Path:
-    """A fresh copy of the project (tests/conftest.py copy_project), always at one path in this worker.
-
-    The files and caches are copied anew for each test; only the path is the same, so that this
-    process's compiled code of the spec files and templates, kept by path and content
-    (spec_loading._COMPILED, rendering.make_environment), serves the unchanged files of the next
-    case instead of being compiled again under another path. A file a case replaces has new
-    bytes (Python) and a new modification time (Jinja2), so it is compiled again.
-    """
-    path = tmp_path_factory.getbasetemp() / "bad-input-project"
-    shutil.rmtree(path, ignore_errors=True)
-    return copy_project(path)
+project = project_at_one_path("bad_input")  # a fresh copy per test, at one path (see there)
 
 
 def committed_models(factory) -> Path:
