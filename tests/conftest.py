@@ -48,8 +48,11 @@ def copy_project(destination: Path) -> Path:
 
     It gets the session's torch-names cache, so that a generator subprocess
     need not import torch (seconds) just to validate names it already knows,
-    and its format cache, so that black formats only what a test changes (a
-    cache entry can only make a run faster, never different: tests/test_formatting.py).
+    its format cache, so that black formats only what a test changes (a
+    cache entry can only make a run faster, never different: tests/test_formatting.py),
+    and its check memo, so that the static checks of a generated module (a third of a
+    forced regenerate's CPU) run only on texts a test changes: an entry skips them only
+    for the very text, names and checking code that passed them (tests/test_load_speed.py).
     """
     copy_inputs(destination)
     for cache_file in session_caches():
@@ -74,8 +77,9 @@ def session_caches() -> list[Path]:
     """
     if not shared_builds.SESSION_CACHE:
         project = shared_builds.built_once(shared_builds.SESSION_FACTORY[0], "warm-caches", warm)
-        for kind in ("torch-names", "format"):  # not the lint cache: tests see a first run's lint
-            shared_builds.SESSION_CACHE.extend(sorted((project / ".cache" / "generator").glob(f"{kind}-*.json")))
+        # Not the lint cache: tests see a first run's lint.
+        for kind in ("torch-names-*.json", "format-*.json", "checked-*.bin"):
+            shared_builds.SESSION_CACHE.extend(sorted((project / ".cache" / "generator").glob(kind)))
         assert shared_builds.SESSION_CACHE, "the warm build wrote no cache"
     return shared_builds.SESSION_CACHE
 

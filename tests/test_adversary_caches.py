@@ -85,7 +85,7 @@ def fresh_outcome(project: Path, elsewhere: Path) -> tuple[int, str, dict[str, b
     """`regenerate --force`'s exit code, errors and files in a copy with none of the edit loop's caches."""
     shutil.copytree(project, elsewhere, ignore=shutil.ignore_patterns(".cache", "__pycache__"))
     (elsewhere / ".cache" / "generator").mkdir(parents=True)
-    for cache_file in session_caches():  # torch names and formatted pieces: not what is attacked here
+    for cache_file in session_caches():  # torch names, formatted pieces, checked texts: not what is attacked here
         shutil.copy(cache_file, elsewhere / ".cache" / "generator" / cache_file.name)
     code, err, files = outcome(elsewhere, "regenerate", "--force")
     return code, err.replace(str(elsewhere), "PROJECT"), files

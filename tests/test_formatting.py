@@ -9,6 +9,9 @@ import pytest
 from generator import cli, formatting, pipeline, rendering, resolution
 from tests.builders import GENERATED_MODULES
 from tests.conftest import ROOT
+from tests.suiteB_one_path import project_at_one_path
+
+project = project_at_one_path("formatting")  # a fresh copy per test, at one path (see there)
 
 MATRIX = "docs/support-matrix.md"
 

@@ -12,7 +12,8 @@ from generator import pipeline
 from generator.expansion import torch_refs
 from generator.model import TorchRef
 from tests.builders import GENERATED_MODULES
-from tests.conftest import ROOT
+from tests.conftest import ROOT, copy_project
+from tests.shared_builds import worker_copy
 
 OUTPUTS = [f"generated/{module}.py" for module in GENERATED_MODULES] + ["docs/support-matrix.md"]
 
@@ -46,9 +47,32 @@ CORRUPTIONS = {
 }
 
 
+@pytest.fixture(scope="module")
+def forced_once(tmp_path_factory):
+    """(path, copy): the project after `regenerate --force` at `path`, run once per module and worker, and a
+    copy of what it left. Compiled templates are kept under their template's absolute path (Jinja2's cache
+    key), so each test gets the copy back at `path`: every file and cache as its own first run leaves them."""
+    path = tmp_path_factory.getbasetemp() / "forced-once" / "project"
+    for entry in check_memo_entries(copy_project(path)):
+        entry.unlink()  # the session's check memo: the run's own entries are under test
+    regenerate(path, "--force")
+    copy = tmp_path_factory.mktemp("forced-once-copy") / "project"
+    shutil.copytree(path, copy, symlinks=True)
+    return path, copy
+
+
+@pytest.fixture
+def forced(forced_once):
+    """The project as `regenerate --force` left it (forced_once), at the path it ran at."""
+    path, copy = forced_once
+    shutil.rmtree(path)
+    shutil.copytree(copy, path, symlinks=True)
+    return path
+
+
 @pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
-def test_a_corrupt_template_cache_cannot_change_output(project, corruption):
-    regenerate(project, "--force")
+def test_a_corrupt_template_cache_cannot_change_output(forced, corruption):
+    project = forced  # regenerated with --force
     files = template_cache_files(project)
     assert len(files) >= len(list((project / "templates").rglob("*.j2"))) >= 2
     corrupted = {}
@@ -61,8 +85,8 @@ def test_a_corrupt_template_cache_cannot_change_output(project, corruption):
     assert all(path.read_bytes() != corrupted[path] for path in files)  # compiled again, and replaced
 
 
-def test_an_edited_template_is_compiled_again(project):
-    regenerate(project, "--force")
+def test_an_edited_template_is_compiled_again(forced):
+    project = forced  # regenerated with --force
     module_template = project / "templates" / "module.py.j2"
     module_template.write_text(module_template.read_text() + "# edited by a test\n")
     regenerate(project)
@@ -103,10 +127,10 @@ COUNTING = (
 )
 
 
-@pytest.fixture
-def counted(project):
-    """The project, with spec/fbgemm.py counting its executions in fbgemm-runs.log and its module
+def counting_project(project):
+    """A copy of the project, with spec/fbgemm.py counting its executions in fbgemm-runs.log and its module
     docstring read from spec/fbgemm_doc.txt; regenerated once, so the model cache holds every load."""
+    copy_project(project)
     spec = project / "spec" / "fbgemm.py"
     text = spec.read_text()
     assert MODULE_DOC in text
@@ -116,7 +140,13 @@ def counted(project):
     regenerate(project)
     assert runs(project) == 1
     assert_committed_outputs(project)
-    return project
+
+
+@pytest.fixture
+def counted(tmp_path_factory):
+    """counting_project, built once per run (its first regenerate executes every spec file); each test
+    gets a copy of its own. The model cache records project-relative names, so it holds in the copy."""
+    return worker_copy(tmp_path_factory, "load-speed-counted", counting_project)
 
 
 def runs(project) -> int:
@@ -345,8 +375,8 @@ def check_memo_entries(project):
     return sorted((project / ".cache" / "generator").glob("checked-*.bin"))
 
 
-def test_the_check_memo_serves_only_the_text_that_passed_and_a_corrupt_entry_is_checked_again(project):
-    regenerate(project, "--force")
+def test_the_check_memo_serves_only_the_text_that_passed_and_a_corrupt_entry_is_checked_again(forced):
+    project = forced  # regenerated with --force
     entries = check_memo_entries(project)
     assert [e.name for e in entries] == [f"checked-{module}.bin" for module in sorted(GENERATED_MODULES)]
     for entry in entries:

@@ -11,6 +11,9 @@ import re
 from generator import cli, pipeline, planning
 from generator.source_spelling import python_source
 from tests.conftest import commit_all, git
+from tests.suiteB_one_path import project_at_one_path
+
+project = project_at_one_path("manifest")  # a fresh copy per test, at one path (see there)
 
 
 def committed(project):
