@@ -19,8 +19,8 @@ import pytest
 from generator import cli, pipeline, spec_loading
 from generator.model import Backend
 from tests.conftest import ROOT, copy_project
+from tests.one_path import project_at_one_path
 from tests.shared_builds import built_once
-from tests.suiteB_one_path import project_at_one_path
 from tests.test_matrix import parse_matrix
 
 CASES = sorted(p for p in (ROOT / "tests" / "bad_specs").iterdir() if p.is_dir())

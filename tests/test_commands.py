@@ -11,7 +11,7 @@ import torch.ao.quantization.backend_config.fbgemm as torch_fbgemm
 
 from generator import cli, planning, spec_loading
 from tests.conftest import ROOT, commit_all
-from tests.suiteB_one_path import project_at_one_path
+from tests.one_path import project_at_one_path
 
 project = project_at_one_path("commands")  # a fresh copy per test, at one path (see there)
 

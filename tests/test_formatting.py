@@ -9,7 +9,7 @@ import pytest
 from generator import cli, formatting, pipeline, rendering, resolution
 from tests.builders import GENERATED_MODULES
 from tests.conftest import ROOT
-from tests.suiteB_one_path import project_at_one_path
+from tests.one_path import project_at_one_path
 
 project = project_at_one_path("formatting")  # a fresh copy per test, at one path (see there)
 

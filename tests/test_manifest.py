@@ -11,7 +11,7 @@ import re
 from generator import cli, pipeline, planning
 from generator.source_spelling import python_source
 from tests.conftest import commit_all, git
-from tests.suiteB_one_path import project_at_one_path
+from tests.one_path import project_at_one_path
 
 project = project_at_one_path("manifest")  # a fresh copy per test, at one path (see there)
 

@@ -13,7 +13,7 @@ from generator.number_spelling import evaluate
 from generator.torch_names import describe_pattern
 from tests.builders import BUILDERS
 from tests.conftest import ROOT
-from tests.suiteB_one_path import project_at_one_path
+from tests.one_path import project_at_one_path
 
 project = project_at_one_path("matrix")  # a fresh copy per test, at one path (see there)
 

@@ -12,7 +12,7 @@ import sys
 
 from generator import cli, planning
 from tests.conftest import ROOT, commit_all, git
-from tests.suiteB_one_path import project_at_one_path
+from tests.one_path import project_at_one_path
 
 project = project_at_one_path("odd_trees")  # a fresh copy per test, at one path (see there)
 

@@ -20,8 +20,8 @@ import pytest
 
 from generator import cli, pipeline
 from tests.conftest import ROOT, copy_project
+from tests.one_path import project_at_one_path
 from tests.shared_builds import worker_copy
-from tests.suiteB_one_path import project_at_one_path
 
 project = project_at_one_path("promises")  # a fresh copy per test, at one path (see there)
 
