@@ -20,7 +20,7 @@ import sys
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 
-from generator import compiled_cache, dsl, heap, model_cache, spec_reads, spec_syntax, user_code
+from generator import compiled_cache, dsl, heap, model_cache, plain_values, spec_reads, spec_syntax, user_code
 from generator.errors import (
     DeclarationWithoutReferenceError,
     DuplicateBackendError,
@@ -149,6 +149,7 @@ def _load_one(root: Path, path: Path, observer: spec_reads.Observer) -> ModuleSp
             namespace = _import_spec(root, path.stem)
         observer.note_file(str(path), read)
     module = _module_spec(root, path, relative, namespace)
+    plain_values.require_plain(module)
     return dataclasses.replace(module, read=tuple(sorted((name, observer.digests[name]) for name in read)))
 
 

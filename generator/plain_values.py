@@ -1,0 +1,68 @@
+"""A loaded spec holds plain values: each str, number, bytes or container in its model is of that very type.
+
+A spec may pass an instance of its own subclass of str (or int, float, tuple, ...), whose methods
+are spec code: its `__eq__`, `__hash__` or `__repr__` would run in later stages (expansion,
+rendering, the checks), outside the guard that runs spec code (generator/user_code.py), where
+what it prints reaches standard output and what it raises is no located error, and in
+whichever of a build's processes handles that module. Loading refuses such a value, at the
+spec line of the value that holds it, before anything else sees it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+
+from generator.errors import SpecFieldError
+from generator.model import ModuleSpec, SourceLocation
+
+_PLAIN = frozenset({str, int, float, bool, bytes, type(None), SourceLocation})  # a location is the generator's
+_CONTAINERS = frozenset({tuple, list, frozenset, set})
+_BUILTIN_BASES = (bool, str, int, float, bytes, tuple, list, dict, frozenset, set)
+_fields: dict[type, object] = {}
+
+
+def require_plain(module: ModuleSpec) -> None:
+    """Raise SpecFieldError for the first value in `module` whose type subclasses a built-in one
+    (the model's own classes are frozen dataclasses, gone through field by field)."""
+    if _first_odd(module) is not None:  # rare: only then is the walk made again, keeping locations
+        kind, where = _first_odd(module, located=True)
+        base = next(b for b in _BUILTIN_BASES if issubclass(kind, b)).__name__
+        raise SpecFieldError(
+            f"{kind.__name__} is a subclass of {base}, whose own code would run long after the spec; "
+            f"give a plain {base} ({base}(value))",
+            where,
+        )
+
+
+def _first_odd(module: ModuleSpec, located: bool = False):
+    """The type of the first value that subclasses a built-in type (with the location of what holds
+    it, when `located`), or None."""
+    walked: set[int] = set()
+    stack: list = [(module, module.location)] if located else [module]
+    while stack:
+        value, where = stack.pop() if located else (stack.pop(), None)
+        kind = type(value)  # type(), not isinstance: a spec class's __class__ could run its code
+        if kind in _PLAIN:
+            continue
+        if issubclass(kind, _BUILTIN_BASES) and kind not in _CONTAINERS and kind is not dict:
+            return kind, where
+        if id(value) in walked:
+            continue
+        walked.add(id(value))
+        if kind in _CONTAINERS:
+            items = value
+        elif kind is dict:
+            items = [item for pair in value.items() for item in pair]
+        elif dataclasses.is_dataclass(kind):
+            fields = _fields.get(kind)
+            if fields is None:
+                names = tuple(f.name for f in dataclasses.fields(kind))
+                fields = _fields[kind] = operator.attrgetter(*names) if len(names) > 1 else (
+                    lambda item, name=names[0]: (getattr(item, name),))  # fmt: skip
+            items = fields(value)
+            where = getattr(value, "location", None) or where if located else None
+        else:
+            continue
+        stack.extend(((item, where) for item in items) if located else items)
+    return None
