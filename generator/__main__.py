@@ -2,6 +2,10 @@
 
 import sys
 
-from generator.cli import main
+try:
+    from generator.cli import main
+except KeyboardInterrupt:  # Ctrl-C while the generator starts: one line, as once it runs
+    sys.stderr.write("error: interrupted; every file is its old or its new version\n")
+    sys.exit(130)
 
 sys.exit(main())

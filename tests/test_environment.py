@@ -214,6 +214,35 @@ def test_ctrl_c_is_one_line_exit_130_no_worker_left_and_no_file_changed(command,
     assert no_process_left(process.pid)
 
 
+INTERRUPTED_AT_START = """
+# Test only: Ctrl-C while the generator is still importing its modules (before its CLI runs).
+import sys
+
+
+class _Interrupting:
+    def find_spec(self, name, path=None, target=None):
+        if name == "generator.cli":
+            raise KeyboardInterrupt
+        return None
+
+
+sys.meta_path.insert(0, _Interrupting())
+"""
+
+
+def test_ctrl_c_while_the_generator_starts_is_one_line_exit_130(project, tmp_path):
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(INTERRUPTED_AT_START)
+    before = snapshot(project)
+    env = dict(ENV, PYTHONPATH=os.pathsep.join([str(hook), ENV.get("PYTHONPATH", str(ROOT))]))
+    done = subprocess.run([sys.executable, "-m", "generator", "--root", str(project), "regenerate"],
+                          env=env, capture_output=True, text=True)  # fmt: skip
+    assert (done.returncode, done.stdout) == (130, "")
+    assert done.stderr == "error: interrupted; every file is its old or its new version\n"
+    assert snapshot(project) == before
+
+
 def as_a_foreground_job() -> None:
     """In the child, before exec: Ctrl-C reaches a foreground job, so SIGINT has its default action.
 
