@@ -189,8 +189,10 @@ def lint_findings(root: Path, targets, modules) -> list[str]:
     from generator.expansion import expand_module
 
     # Not pipeline.load: the lint needs neither Jinja2 nor black, and check must not import them.
+    # Unchanged spec files' loads come from the model cache, as regenerate's do, and the loads made
+    # are kept there: the build check then makes to explain a stale tree executes no spec file again.
     if modules is None:
-        modules = [expand_module(m) for m in spec_loading.load_modules(root)]
+        modules = [expand_module(m) for m in spec_loading.load_modules(root, reuse=True, keep=True)]
     findings = [str(f) for f in lint.lint(modules)]
     try:
         for old in cache_file.parent.glob("lint-*.json"):

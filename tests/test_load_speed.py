@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from generator import pipeline
+from generator import cli, pipeline
 from generator.expansion import torch_refs
 from generator.model import TorchRef
 from tests.builders import GENERATED_MODULES
@@ -173,6 +173,17 @@ def test_after_an_edit_to_one_spec_file_the_others_are_not_executed_again(counte
     regenerate(counted)
     assert runs(counted) == 1  # fbgemm's load came from the cache
     assert_committed_outputs(counted)
+
+
+def test_check_of_an_edited_spec_file_executes_it_once(counted, capsys):
+    """check's lint loads the edited file and keeps the load: the build that explains the stale tree
+    takes it from the model cache instead of executing the file again."""
+    with (counted / "spec" / "fbgemm.py").open("a") as spec:
+        spec.write("# an edit\n")
+    assert cli.main(["--root", str(counted), "check"]) == 1
+    out = capsys.readouterr().out
+    assert "generated/fbgemm.py" in out and "fix: python -m generator regenerate" in out
+    assert runs(counted) == 2
 
 
 def test_force_and_check_full_execute_every_spec_file(counted):

@@ -86,10 +86,12 @@ def test_check_full_finds_content_the_generator_would_not_make(project, capsys, 
 # name validation (torch names, method names; the names a spec chooses), which only
 # accepts or rejects a spec, the static check that refuses a broken module before it is
 # written (and check_memo, its memo of texts that passed), the runner of user code, which only
-# sends its prints to stderr and turns what it raises into an error, and heap, which returns
-# freed memory to the system.
+# sends its prints to stderr and turns what it raises into an error, heap, which returns
+# freed memory to the system, and plain_values, which only refuses a spec value of a subclass
+# of a built-in type.
 CANNOT_SHAPE_OUTPUT = {
     "errors", "resolution", "forked", "method_names", "naming", "output_check", "check_memo", "user_code", "heap",
+    "plain_values",
 }
 # The support matrix's own stage shapes the matrix only.
 MATRIX_ONLY = {"matrix"}
