@@ -92,37 +92,8 @@ def build(
     templates = root / "templates"
     if wanted:  # before forking black's workers, which would each compile them; the matrix needs only its own
         rendering.preload(templates, cache_folder(root))
+    pending, checked = _handed_to_the_formatter(root, [by_name[t.name] for t in largest_first], templates, formatter)
     texts = {}
-    pending = {}
-    theirs = _child_share([by_name[t.name] for t in largest_first]) if formatter.jobs > 1 else []
-    with contextlib.ExitStack() as stack:
-        # Half the modules (by patterns) are rendered and checked in a forked child meanwhile, when
-        # there are enough to be worth a process (see _child_share).
-        child = stack.enter_context(forked.Forked(_rendered_and_checked_there, root, theirs)) if theirs else None
-        mine = [t for t in largest_first if t.name not in {m.spec.name for m in theirs}]
-        outcomes = _rendered([by_name[t.name] for t in mine], templates)
-        for target in mine:
-            if isinstance(outcomes.get(target.name), str):
-                pending[target.name] = formatter.submit(outcomes[target.name], by_name[target.name].spec.output)
-        # black changes the layout, never the code, so the checks pass on its text when they pass on the
-        # rendered one: they run on that while black works. A module they refuse is checked again once
-        # formatted, so that what black says of broken code comes first and messages name black's lines.
-        checked = {
-            t.name for t in mine if isinstance(outcomes.get(t.name), str)
-            and _passes_checks(root, t.name, by_name[t.name], outcomes[t.name])
-        }  # fmt: skip
-        if child is not None:
-            their_outcomes, their_checked = child.result()
-            failed = next((i for i, m in enumerate(theirs) if their_outcomes.get(m.spec.name, "") is None), None)
-            if failed is not None:  # not with a GeneratorError: rendered here from there on, to raise it in order
-                their_outcomes, their_checked = _rendered_and_checked(root, theirs[failed:])
-            outcomes.update(their_outcomes)
-            checked |= their_checked
-    _raise_first_error(largest_first, outcomes)  # as rendering them one after the other would
-    for target in largest_first:
-        if target.name not in pending:
-            pending[target.name] = formatter.submit(outcomes[target.name], by_name[target.name].spec.output)
-    del outcomes
     while_formatting()
     for target in targets:
         if target.is_matrix:
@@ -135,6 +106,45 @@ def build(
             naming.check_spec_names(root, by_name[target.name], texts[target.name])
         built(target.relative)
     return texts
+
+
+def _handed_to_the_formatter(
+    root: Path, largest_first: list[ExpandedModule], templates: Path, formatter: Formatter
+) -> tuple[dict[str, Callable[[], str]], set[str]]:
+    """Render each module and hand it to the formatter: (each module's pending result, the names of those
+    whose rendered text passed the static checks). The first error is raised as rendering the modules
+    one after the other would raise it.
+
+    Half the modules (by patterns) are rendered and checked in a forked child meanwhile, when there
+    are enough to be worth a process (see _child_share). black changes the layout, never the code, so
+    the checks pass on its text when they pass on the rendered one: they run on that while black works.
+    A module they refuse is checked again once formatted, so that what black says of broken code comes
+    first and messages name black's lines.
+    """
+    pending = {}
+    theirs = _child_share(largest_first) if formatter.jobs > 1 else []
+    mine = [m for m in largest_first if all(m is not other for other in theirs)]
+    with forked.Forked(_rendered_and_checked_there, root, theirs) if theirs else contextlib.nullcontext() as child:
+        outcomes = _rendered(mine, templates)
+        for module in mine:
+            if isinstance(outcomes.get(module.spec.name), str):
+                pending[module.spec.name] = formatter.submit(outcomes[module.spec.name], module.spec.output)
+        checked = {m.spec.name for m in mine if isinstance(outcomes.get(m.spec.name), str)
+                   and _passes_checks(root, m.spec.name, m, outcomes[m.spec.name])}  # fmt: skip
+        if child is not None:
+            their_outcomes, their_checked = child.result()
+            failed = next((i for i, m in enumerate(theirs) if their_outcomes.get(m.spec.name, "") is None), None)
+            if failed is not None:  # not with a GeneratorError: rendered here from there on, to raise it in order
+                their_outcomes, their_checked = _rendered_and_checked(root, theirs[failed:])
+            outcomes.update(their_outcomes)
+            checked |= their_checked
+    for module in largest_first:  # the first error, as rendering them one after the other would raise it
+        if isinstance(outcomes.get(module.spec.name), Exception):
+            raise outcomes[module.spec.name]
+    for module in largest_first:
+        if module.spec.name not in pending:
+            pending[module.spec.name] = formatter.submit(outcomes[module.spec.name], module.spec.output)
+    return pending, checked
 
 
 # A child process renders part of the modules only when they hold this many patterns in all: below
@@ -187,12 +197,6 @@ def _rendered_and_checked_there(root: Path, modules: list[ExpandedModule]) -> tu
     outcomes, checked = _rendered_and_checked(root, modules)
     return {name: None if isinstance(o, Exception) and not isinstance(o, GeneratorError) else o
             for name, o in outcomes.items()}, checked  # fmt: skip
-
-
-def _raise_first_error(largest_first: list[Target], outcomes: dict) -> None:
-    for target in largest_first:
-        if isinstance(outcomes.get(target.name), Exception):
-            raise outcomes[target.name]
 
 
 def _passes_checks(root: Path, name: str, module: ExpandedModule, text: str) -> bool:
