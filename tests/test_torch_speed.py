@@ -359,7 +359,6 @@ def test_ctrl_c_stops_a_forked_call_unless_the_job_ignores_it(job, tmp_path) -> 
 # ---------------------------------------------------------------------------
 
 
-
 def test_diff_finds_each_side_s_spec_lines_in_a_child_process(x86_says_where, capsys) -> None:
     project = x86_says_where
     x86 = project / "spec" / "x86.py"
