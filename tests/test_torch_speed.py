@@ -6,6 +6,8 @@ it fast holds, and that a shortcut never changes an answer.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import marshal
 import os
@@ -28,7 +30,8 @@ from torch.ao.quantization.fuser_method_mappings import _sequential_wrapper2
 from generator import cli, compare, forked, reviewing
 from generator.errors import UnknownTorchNameError
 from generator.model import SourceLocation
-from tests.conftest import ROOT, commit_all
+from tests.conftest import ROOT, commit_all, copy_project
+from tests.shared_builds import worker_copy
 
 
 @pytest.fixture
@@ -96,14 +99,27 @@ def test_trials_seed_only_the_cpu_generator(monkeypatch) -> None:
     assert torch.equal(torch.get_rng_state(), state)  # the caller's random state is left as it was
 
 
-SAYS_LOADED = '\nimport sys\n\nprint("spec/x86.py ran", file=sys.stderr)\n'
+SAYS_WHERE = "\nimport os\nimport sys\n\nprint('spec/x86.py ran in', os.getpid(), file=sys.stderr)\n"
+LAYOUT_END = "            ),\n        )\n    ],\n)\n"
 
 
-def test_diff_against_torch_runs_the_spec_once(project, capsys) -> None:
+def says_where(project) -> None:
+    """The project with a spec/x86.py that says on standard error which process ran it, regenerated."""
+    copy_project(project)
     x86 = project / "spec" / "x86.py"
-    x86.write_text(x86.read_text() + SAYS_LOADED)
-    assert cli.main(["--root", str(project), "regenerate"]) == 0
-    capsys.readouterr()
+    x86.write_text("from generator.dsl import config, nn\n" + x86.read_text() + SAYS_WHERE)
+    with contextlib.redirect_stderr(io.StringIO()):
+        assert cli.main(["--root", str(project), "regenerate"]) == 0
+
+
+@pytest.fixture
+def x86_says_where(tmp_path_factory):
+    """A copy of its own of that project, built once per test run (three tests start from it)."""
+    return worker_copy(tmp_path_factory, "x86-says-where", says_where)
+
+
+def test_diff_against_torch_runs_the_spec_once(x86_says_where, capsys) -> None:
+    project = x86_says_where
     assert cli.main(["--root", str(project), "diff", "--against-torch"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("no differences in ")
@@ -342,14 +358,10 @@ def test_ctrl_c_stops_a_forked_call_unless_the_job_ignores_it(job, tmp_path) -> 
 # diff between revisions: each side's spec lines are found in a child while torch imports
 # ---------------------------------------------------------------------------
 
-SAYS_WHERE = "\nimport os\nimport sys\n\nprint('spec/x86.py ran in', os.getpid(), file=sys.stderr)\n"
-LAYOUT_END = "            ),\n        )\n    ],\n)\n"
 
-
-def test_diff_finds_each_side_s_spec_lines_in_a_child_process(project, capsys) -> None:
+def test_diff_finds_each_side_s_spec_lines_in_a_child_process(x86_says_where, capsys) -> None:
+    project = x86_says_where
     x86 = project / "spec" / "x86.py"
-    x86.write_text("from generator.dsl import config, nn\n" + x86.read_text() + SAYS_WHERE)
-    assert cli.main(["--root", str(project), "regenerate"]) == 0
     commit_all(project)
     x86.write_text(x86.read_text().replace(LAYOUT_END, LAYOUT_END.replace("),", ") + [config(nn.SiLU, default)],"), 1))
     assert cli.main(["--root", str(project), "regenerate"]) == 0
@@ -375,11 +387,8 @@ def fresh_process(project, *args: str) -> tuple[int, int, str, str]:
     return process.pid, process.returncode, out, err
 
 
-def test_diff_against_torch_runs_the_spec_in_a_child_while_torch_imports(project, capsys) -> None:
-    x86 = project / "spec" / "x86.py"
-    x86.write_text(x86.read_text() + SAYS_WHERE)
-    assert cli.main(["--root", str(project), "regenerate"]) == 0
-    capsys.readouterr()
+def test_diff_against_torch_runs_the_spec_in_a_child_while_torch_imports(x86_says_where) -> None:
+    project = x86_says_where
     pid, code, out, err = fresh_process(project, "diff", "--against-torch")
     assert (code, out) == (0, "no differences in 9 backends (torch -> generated)\n"), err
     pids = [int(line.split()[-1]) for line in err.splitlines() if line.startswith("spec/x86.py ran in")]
