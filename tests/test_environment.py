@@ -22,6 +22,7 @@ import pytest
 
 from generator import cli, manifest, planning, writing
 from tests.conftest import ROOT, commit_all, git
+from tests.one_path import project_at_one_path
 from tests.test_bad_input import snapshot
 
 COMMANDS = {
@@ -34,6 +35,7 @@ COMMANDS = {
     "diff": ["diff"],
     "import": ["import", "env_builder:get_env_backend_config", "--name", "imported"],
 }
+project = project_at_one_path("environment")  # a fresh copy per test, at one path (see there)
 EVERY_COMMAND = pytest.mark.parametrize("command", list(COMMANDS.values()), ids=list(COMMANDS))
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 

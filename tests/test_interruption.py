@@ -5,7 +5,8 @@ template and to the matrix template (new bodies) and a comment added to
 spec/_common.py (new input digests in the manifest). Two ways of killing:
 - at every step of the write phase (temporary file created, half written,
   before and after fsync, before and after the rename), in forked children
-  that run regenerate's own writing code and SIGKILL themselves there;
+  that run regenerate's own writing code and SIGKILL themselves there
+  (tests/suiteD_killed_writer.py: forked from a small process, not from pytest);
 - a real `python -m generator regenerate` process killed inside its write
   phase: the test-only pause point (generator.writing.PAUSE_AFTER_WRITES) stops
   it after half the files are written, and the test kills it there.
@@ -23,6 +24,7 @@ import pytest
 
 from generator import cli, manifest, pipeline, planning, writing
 from tests.conftest import ROOT, copy_project
+from tests.suiteD_killed_writer import Killer
 
 
 def change_every_output(project: Path) -> None:
@@ -72,78 +74,6 @@ def verify_whole_and_fresh_exactly_when_new(project: Path, old: dict, new: dict,
     return renewed
 
 
-class KillAt:
-    """Wraps the calls regenerate's writer makes, and SIGKILLs this process at call number `point`."""
-
-    def __init__(self, point: int):
-        self.point = point
-        self.calls = 0
-
-    def step(self) -> None:
-        if self.calls == self.point:
-            os.kill(os.getpid(), signal.SIGKILL)
-        self.calls += 1
-
-    def install(self) -> None:
-        real_open, real_fdopen = writing.os.open, writing.os.fdopen
-        real_fsync, real_replace = writing.os.fsync, writing.os.replace
-
-        def open_(*args, **kwargs):
-            handle = real_open(*args, **kwargs)
-            self.step()  # an empty temporary file exists
-            return handle
-
-        def fdopen(*args, **kwargs):
-            return HalfWriteThenStep(real_fdopen(*args, **kwargs), self)
-
-        def fsync(fd):
-            self.step()
-            real_fsync(fd)
-            self.step()
-
-        def replace(source, target):
-            self.step()
-            real_replace(source, target)
-            self.step()
-
-        writing.os.open, writing.os.fdopen = open_, fdopen
-        writing.os.fsync, writing.os.replace = fsync, replace
-
-
-class HalfWriteThenStep:
-    def __init__(self, stream, killer: KillAt):
-        self.stream, self.killer = stream, killer
-
-    def write(self, data: bytes) -> int:
-        half = len(data) // 2
-        self.stream.write(data[:half])
-        self.stream.flush()
-        self.killer.step()  # the temporary file is half written
-        return half + self.stream.write(data[half:])
-
-    def __getattr__(self, name):
-        return getattr(self.stream, name)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        return self.stream.__exit__(*exc_info)
-
-
-def run_write_phase_killed_at(project: Path, targets, texts, point: int) -> bool:
-    """Run regenerate's write phase in a child killed at `point`; False when it finished first."""
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        try:
-            KillAt(point).install()
-            cli._write(project, targets, texts)
-        finally:
-            os._exit(0)
-    _, status = os.waitpid(pid, 0)
-    return os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
-
-
 def restore(project: Path, old: dict) -> None:
     for relative, data in old.items():
         (project / relative).write_bytes(data)
@@ -158,13 +88,17 @@ def test_killed_at_every_step_of_writing(versions, tmp_path):
     targets = planning.plan(project)
     texts = pipeline.build(project, pipeline.load(project, validate=True), targets)
     killed, mixed = 0, 0
-    for point in range(1000):
-        restore(project, old)
-        if not run_write_phase_killed_at(project, targets, texts, point):
-            break
-        killed += 1
-        renewed = verify_whole_and_fresh_exactly_when_new(project, old, new, targets)
-        mixed += 0 < len(renewed) < len(old)
+    killer = Killer(tmp_path / "job.pickle", project, targets, texts, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        for point in range(1000):
+            restore(project, old)
+            if not killer.killed_at(point):
+                break
+            killed += 1
+            renewed = verify_whole_and_fresh_exactly_when_new(project, old, new, targets)
+            mixed += 0 < len(renewed) < len(old)
+    finally:
+        killer.close()
     assert killed >= 6 * len(old)  # six kill points per file
     assert mixed > 0
     assert verify_whole_and_fresh_exactly_when_new(project, old, new) == {str(p) for p in new if p != manifest.PATH}

@@ -16,9 +16,11 @@ import pytest
 from generator import cli, planning
 from tests.builders import discover
 from tests.conftest import ROOT, commit_all, copy_project, git
+from tests.one_path import project_at_one_path
 
 ACCELERATOR = ROOT / "tests" / "custom_backends" / "accelerator" / "spec" / "edge_npu.py"
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
+project = project_at_one_path("where_users_work")  # a fresh copy per test, at one path (see there)
 
 
 def add_user_backend(project: Path, name: str, file: str | None = None) -> Path:
