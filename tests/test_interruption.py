@@ -6,7 +6,7 @@ spec/_common.py (new input digests in the manifest). Two ways of killing:
 - at every step of the write phase (temporary file created, half written,
   before and after fsync, before and after the rename), in forked children
   that run regenerate's own writing code and SIGKILL themselves there
-  (tests/suiteD_killed_writer.py: forked from a small process, not from pytest);
+  (tests/killed_writer.py: forked from a small process, not from pytest);
 - a real `python -m generator regenerate` process killed inside its write
   phase: the test-only pause point (generator.writing.PAUSE_AFTER_WRITES) stops
   it after half the files are written, and the test kills it there.
@@ -24,7 +24,7 @@ import pytest
 
 from generator import cli, manifest, pipeline, planning, writing
 from tests.conftest import ROOT, copy_project
-from tests.suiteD_killed_writer import Killer
+from tests.killed_writer import Killer
 
 
 def change_every_output(project: Path) -> None:
