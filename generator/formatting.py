@@ -75,7 +75,7 @@ def without_entries(source: str, entry_lines: int) -> str:
     `entry_lines` is how many ENTRY_MARKER lines the template wrote (one before each entry, one after
     each builder's last); a text holding any other (spec text may) is returned whole.
     """
-    if source.count(_ENTRY_LINE) != entry_lines:
+    if len(_TEMPLATE_ENTRY_LINE.findall(source)) != entry_lines:
         return source
     kept = []
     for block in _TEMPLATE_BLOCK_LINE.split(source):

@@ -123,7 +123,7 @@ def _handed_to_the_formatter(
     """
     pending = {}
     theirs = _child_share(largest_first) if formatter.jobs > 1 else []
-    mine = [m for m in largest_first if all(m is not other for other in theirs)]
+    mine = [m for m in largest_first if id(m) not in {id(other) for other in theirs}]
     with forked.Forked(_rendered_and_checked_there, root, theirs) if theirs else contextlib.nullcontext() as child:
         outcomes = _rendered(mine, templates)
         for module in mine:
