@@ -1,4 +1,12 @@
-"""Giving memory the generator has freed back to the operating system.
+"""The generator's heap: collecting its garbage rarely, and giving freed memory back to the system.
+
+A run is a short batch whose heap is mostly long-lived: torch's modules once it
+is imported, the spec model, the templates. Python's cyclic collector, at its
+default threshold, runs every 700 new container objects and re-examines that
+heap each time: `import torch` alone triggers about 400 collections, a quarter
+of a second that frees almost nothing. The generator collects young objects after
+20,000 and the middle generation after 50 young collections (collect_rarely):
+about 14 collections, 70 ms, for the same import.
 
 Compiling or parsing a spec of thousands of patterns allocates a few hundred
 megabytes of small C blocks and frees them at once; glibc keeps such freed
@@ -11,7 +19,18 @@ the largest process near what it really holds.
 from __future__ import annotations
 
 import ctypes
+import gc
 import sys
+
+# New container objects between young collections (Python's default: 700), and young collections
+# between middle ones (default: 10); the oldest generation keeps its default. 20,000 small objects
+# are a few megabytes at most.
+_THRESHOLDS = (20_000, 50)
+
+
+def collect_rarely() -> None:
+    """Let the cyclic garbage collector run far less often (see above); nothing else changes."""
+    gc.set_threshold(*_THRESHOLDS, gc.get_threshold()[2])
 
 
 def release_freed_memory() -> None:

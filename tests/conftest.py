@@ -1,5 +1,6 @@
 """Shared fixtures. torch needs its backend_config.utils imported before builders run."""
 
+import gc
 import shutil
 import subprocess
 import sys
@@ -12,9 +13,19 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from generator import heap  # noqa: E402
 from tests import shared_builds  # noqa: E402  -- ROOT is on sys.path now
 
 GIT = shutil.which("git") or "git"
+
+
+def pytest_collection_finish(session):
+    """Collect garbage as `python -m generator` does (generator/heap.py), and never re-examine what
+    torch, pytest and the test modules hold by now: each full collection would walk it again (the FX
+    flows alone ran 25 of them, 5 s)."""
+    heap.collect_rarely()
+    gc.collect()
+    gc.freeze()
 
 
 def git(project: Path, *args: str) -> str:
