@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import ast
 import functools
+import io
 import operator
+import tokenize
 from pathlib import Path
 
-from generator import spec_reads
+from generator import spec_reads, spec_syntax
 
 _OPERATORS = {
     ast.Add: operator.add,
@@ -82,8 +84,11 @@ def bound_spellings(root: Path, file: str, line: int, bounds: dict) -> tuple[tup
 @functools.cache
 def _parsed(path: Path) -> tuple[ast.Module, str] | None:
     try:
-        source = path.read_bytes().decode("utf-8-sig")
-        return ast.parse(source, str(path)), source
+        data = path.read_bytes()
+        # The tree the loader's questions parsed (dtype config names) serves here too. It is
+        # parsed from the bytes, decoded as Python decodes them (BOM, coding cookie): so is the text.
+        tree = spec_syntax.index_of(data, path).tree
+        return tree, data.decode(tokenize.detect_encoding(io.BytesIO(data).readline)[0])
     except (OSError, SyntaxError, ValueError):
         return None
 

@@ -55,7 +55,11 @@ _KEPT = 64
 
 def index(filename: str | Path) -> SyntaxIndex:
     """The file's index; raises OSError or SyntaxError as reading and ast.parse do."""
-    source = Path(filename).read_bytes()
+    return index_of(Path(filename).read_bytes(), filename)
+
+
+def index_of(source: bytes, filename: str | Path) -> SyntaxIndex:
+    """The index of `source`, the bytes just read from `filename`; raises SyntaxError as ast.parse does."""
     found = _indexes.get(source)
     if found is None:
         tree = ast.parse(source, str(filename))  # bytes: decoded as Python decodes source (BOM, coding cookie)
