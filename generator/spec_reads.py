@@ -40,6 +40,12 @@ _NAMING_CALLS = {"importable": "path", "Backend": "reference"}
 
 _observer: Observer | None = None
 _hooked = False
+# Per project (its folder and the folders inside it that are not its code): the modules already
+# found to be loaded from a file outside it, by id, each kept with its id. Each load looks at every
+# module in sys.modules twice, and with torch imported there are over a thousand; those stay
+# where they are, so each is looked at once. Folder-less modules (namespace packages, whose
+# folders can grow) are looked at every time.
+_foreign_modules: dict[tuple[str, tuple[str, ...]], dict[int, object]] = {}
 
 
 class Observer:
@@ -53,6 +59,7 @@ class Observer:
         inside = [str(Path(p).resolve()) + os.sep for p in prefixes if p]
         self._outside = (_GENERATOR_DIR, *(p for p in inside if p.startswith(self._prefix)))
         self.digests: dict[str, str] = {}
+        self._foreign = _foreign_modules.setdefault((self._prefix, self._outside), {})
         self._read: set[str] | None = None
         self._busy = False
 
@@ -91,7 +98,12 @@ class Observer:
         _install_hook()
         read: set[str] = set()
         # list() copies in one step: diff may be importing torch in another thread meanwhile.
-        kept = {name: module for name, module in list(sys.modules.items()) if self._is_local(module)}
+        foreign = self._foreign
+        kept = {
+            name: module
+            for name, module in list(sys.modules.items())
+            if foreign.get(id(module)) is not module and self._is_local(module)
+        }
         for name in kept:
             del sys.modules[name]
         before = set(sys.modules)
@@ -179,7 +191,10 @@ class Observer:
         """A module of the project's own (spec.*, a helper), not the generator's or an installed one."""
         filename = getattr(module, "__file__", None)
         if isinstance(filename, str):
-            return self._is_local_file(filename)
+            if self._is_local_file(filename):
+                return True
+            self._foreign[id(module)] = module
+            return False
         paths = getattr(module, "__path__", None)  # a namespace package: a folder without __init__.py
         try:
             return any(str(p).startswith(self._prefix) and not str(p).startswith(self._outside) for p in paths or ())
