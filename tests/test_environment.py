@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from generator import cli, manifest, planning, writing
-from tests.conftest import ROOT, commit_all, git
+from tests.committed_copy import commit_all_once
+from tests.conftest import ROOT, git
 from tests.one_path import project_at_one_path
 from tests.test_bad_input import snapshot
 
@@ -58,10 +59,10 @@ def get_env_backend_config():
 
 
 @pytest.fixture
-def repo(project) -> Path:
+def repo(project, tmp_path_factory) -> Path:
     """The project copy as a git repository, so that `diff --rev HEAD` has a revision."""
     (project / "env_builder.py").write_text(ENV_BUILDER)  # what `import` reads
-    return commit_all(project)
+    return commit_all_once(project, tmp_path_factory, "environment")
 
 
 def run(capsys, *args) -> tuple[int, str, str]:
