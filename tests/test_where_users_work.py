@@ -15,6 +15,7 @@ import pytest
 
 from generator import cli, planning, resolution, spec_loading
 from tests.builders import discover
+from tests.committed_copy import commit_all_once
 from tests.conftest import ROOT, commit_all, copy_project, git
 from tests.one_path import project_at_one_path
 
@@ -107,14 +108,18 @@ def test_root_wins_over_the_folder_the_command_runs_in(project, tmp_path, monkey
 
 
 @pytest.fixture
-def monorepo(tmp_path) -> Path:
-    """A git repository whose project lives at vendor/backend-configs/, next to other code."""
-    repo = tmp_path / "repo"
+def monorepo(tmp_path_factory) -> Path:
+    """A git repository whose project lives at vendor/backend-configs/, next to other code.
+
+    A fresh one per test, at one path (as tests/one_path.py does for `project`), its one commit made once per run.
+    """
+    repo = tmp_path_factory.getbasetemp() / "one-path-monorepo" / "repo"
+    shutil.rmtree(repo, ignore_errors=True)
     project = copy_project(repo / "vendor" / "backend-configs")
     (repo / "README.md").write_text("the rest of the monorepo\n")
     (repo / "generated").mkdir()  # the top level has a generated/ of its own, which is not ours
     (repo / "generated" / "other.py").write_text("x = 1\n")
-    commit_all(repo)
+    commit_all_once(repo, tmp_path_factory, "monorepo")
     return project
 
 
