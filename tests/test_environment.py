@@ -21,8 +21,10 @@ from pathlib import Path
 import pytest
 
 from generator import cli, manifest, planning, writing
-from tests.conftest import ROOT, commit_all, git
+from tests.committed_copy import commit_all_once
+from tests.conftest import ROOT, git
 from tests.one_path import project_at_one_path
+from tests.shared_builds import built_once
 from tests.test_bad_input import snapshot
 
 COMMANDS = {
@@ -58,10 +60,10 @@ def get_env_backend_config():
 
 
 @pytest.fixture
-def repo(project) -> Path:
+def repo(project, tmp_path_factory) -> Path:
     """The project copy as a git repository, so that `diff --rev HEAD` has a revision."""
     (project / "env_builder.py").write_text(ENV_BUILDER)  # what `import` reads
-    return commit_all(project)
+    return commit_all_once(project, tmp_path_factory, "environment")
 
 
 def run(capsys, *args) -> tuple[int, str, str]:
@@ -368,12 +370,18 @@ ASCII_LOCALE = {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}  #
 
 @pytest.fixture(scope="session")
 def latin1_locale(tmp_path_factory) -> dict[str, str]:
-    """An ISO-8859-1 locale, compiled into a private folder (few machines have one installed)."""
-    folder = tmp_path_factory.mktemp("locales")
+    """An ISO-8859-1 locale, compiled into a private folder (few machines have one installed), once per run."""
     name = "en_US.ISO-8859-1"
-    done = subprocess.run(["localedef", "-i", "en_US", "-f", "ISO-8859-1", str(folder / name)], capture_output=True)
-    if done.returncode not in (0, 1) or not (folder / name).exists():  # 1: warnings only
-        pytest.skip(f"cannot compile the {name} locale here: {done.stderr!r}")
+
+    def compile_locale(folder: Path) -> None:
+        folder.mkdir()
+        done = subprocess.run(["localedef", "-i", "en_US", "-f", "ISO-8859-1", str(folder / name)], capture_output=True)
+        (folder / "localedef.stderr").write_bytes(done.stderr if done.returncode not in (0, 1) else b"")  # 1: warnings
+
+    folder = built_once(tmp_path_factory, "latin1-locale", compile_locale)
+    failed = (folder / "localedef.stderr").read_bytes()
+    if failed or not (folder / name).exists():
+        pytest.skip(f"cannot compile the {name} locale here: {failed!r}")
     return {"LOCPATH": str(folder), "LC_ALL": name, "PYTHONUTF8": "0"}
 
 
@@ -394,6 +402,8 @@ def test_every_command_reads_and_writes_utf8_under_a_non_utf8_locale(non_utf8_lo
         env={**ENV, **non_utf8_locale}, capture_output=True, text=True,
     ).stdout  # fmt: skip
     assert "utf" not in locale_encoding.lower(), locale_encoding  # the locale really is not UTF-8
+    # and it is the one asked for, not a fallback to ASCII for a locale that is not there
+    assert locale_encoding.split()[-1] == ("iso8859-1" if "LOCPATH" in non_utf8_locale else "ascii"), locale_encoding
     assert generator_run(project, "check", env=non_utf8_locale).returncode == 0
     spec = project / "spec" / "x86.py"
     spec.write_text(spec.read_text(encoding="utf-8").replace('doc="', 'doc="Ünïcödé ◐ ', 1), encoding="utf-8")

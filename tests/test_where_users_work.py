@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli, planning
+from generator import cli, planning, resolution, spec_loading
 from tests.builders import discover
+from tests.committed_copy import commit_all_once
 from tests.conftest import ROOT, commit_all, copy_project, git
 from tests.one_path import project_at_one_path
 
@@ -107,14 +108,18 @@ def test_root_wins_over_the_folder_the_command_runs_in(project, tmp_path, monkey
 
 
 @pytest.fixture
-def monorepo(tmp_path) -> Path:
-    """A git repository whose project lives at vendor/backend-configs/, next to other code."""
-    repo = tmp_path / "repo"
+def monorepo(tmp_path_factory) -> Path:
+    """A git repository whose project lives at vendor/backend-configs/, next to other code.
+
+    A fresh one per test, at one path (as tests/one_path.py does for `project`), its one commit made once per run.
+    """
+    repo = tmp_path_factory.getbasetemp() / "one-path-monorepo" / "repo"
+    shutil.rmtree(repo, ignore_errors=True)
     project = copy_project(repo / "vendor" / "backend-configs")
     (repo / "README.md").write_text("the rest of the monorepo\n")
     (repo / "generated").mkdir()  # the top level has a generated/ of its own, which is not ours
     (repo / "generated" / "other.py").write_text("x = 1\n")
-    commit_all(repo)
+    commit_all_once(repo, tmp_path_factory, "monorepo")
     return project
 
 
@@ -328,6 +333,23 @@ FUSED_LINEAR = '''                config(
 '''
 
 
+def learn_the_new_torch_names(project: Path) -> None:
+    """The project's torch-names cache learns the spec's new names here, where torch is imported already.
+
+    The runs of the test then read them from the cache, as every run after a user's first does, instead
+    of importing torch (seconds) to look them up; which folders the name imports from is checked anew on
+    every run, cache or not. The lookup imports the user's package (with the root on sys.path): it is
+    dropped again, so that nothing of this project stays in the worker.
+    """
+    before = set(sys.modules)
+    try:
+        resolution.validate(spec_loading.load_modules(project), project)
+    finally:
+        for name in set(sys.modules) - before:
+            if name.partition(".")[0] == "npu_fused_ext":
+                del sys.modules[name]
+
+
 def test_an_importable_only_the_project_root_provides_is_refused_at_its_spec_line(project, tmp_path):
     package = project / "npu_fused_ext"
     package.mkdir()
@@ -339,6 +361,7 @@ def test_an_importable_only_the_project_root_provides_is_refused_at_its_spec_lin
     assert end_of_configs in text
     spec.write_text(text.replace(end_of_configs, FUSED_LINEAR + end_of_configs))
     line = next(n for n, text in enumerate(spec.read_text().splitlines(), 1) if "fuser_method=importable" in text)
+    learn_the_new_torch_names(project)
     before = sorted(p.relative_to(project) for p in project.rglob("*") if ".cache" not in p.parts)
     done = generator_process(project, "regenerate", "--jobs", "1")  # run in the root: it is on sys.path
     assert (done.returncode, done.stdout) == (2, "")
