@@ -151,21 +151,25 @@ def test_editing_any_output_shaping_generator_module_makes_check_fail(small):
 
 
 def test_a_real_change_to_the_generator_changes_output_and_check_sees_it(small):
-    """black's line length, an output-shaping setting in formatting.py, changed in a copy."""
+    """black's line length, an output-shaping setting in formatting.py, changed in a copy. check, regenerate,
+    check: one after another in one fresh interpreter importing the copy's generator
+    (tests/commands_in_one_interpreter.py)."""
     project, env = small
     formatting = project / "generator" / "formatting.py"
     assert "black.Mode()" in formatting.read_text()
     formatting.write_text(formatting.read_text().replace("black.Mode()", "black.Mode(line_length=60)"))
     module = next(p for p in (project / "generated").glob("*.py") if p.name != "__init__.py")
     before = module.read_text()
-    check = [sys.executable, "-m", "generator", "check"]
-    done = subprocess.run(check, cwd=project, env=env, capture_output=True, text=True)
-    assert done.returncode == 1
-    assert f"generated/{module.name}" in named_files(done.stdout)
-    regenerate = subprocess.run([sys.executable, "-m", "generator", "regenerate"], cwd=project, env=env)
-    assert regenerate.returncode == 0
+    script = str(Path(__file__).parent / "commands_in_one_interpreter.py")
+    commands = json.dumps([["check"], ["regenerate"], ["check"]])
+    done = subprocess.run([sys.executable, script, commands], cwd=project, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    check, regenerate, check_again = json.loads(done.stdout)
+    assert check[0] == 1
+    assert f"generated/{module.name}" in named_files(check[1])
+    assert regenerate[0] == 0, regenerate
     assert module.read_text() != before  # the edit really shaped output
-    assert subprocess.run(check, cwd=project, env=env, capture_output=True).returncode == 0
+    assert check_again[0] == 0, check_again
 
 
 LINT_SPEC = '''"""Two backends sharing configs that register patterns twice."""
