@@ -106,10 +106,18 @@ def small_project(destination: Path) -> tuple[Path, dict]:
         if name != smallest:
             (project / "spec" / f"{name}.py").unlink()
     env = dict(os.environ, PYTHONPATH=str(project))
-    for command in (["regenerate"], ["check"]):
-        done = subprocess.run([sys.executable, "-m", "generator", *command], cwd=project, env=env, capture_output=True)
-        assert done.returncode == 0, done.stderr
+    for code, _, err in commands_in_one_interpreter(project, env, ["regenerate"], ["check"]):
+        assert code == 0, err
     return project, env
+
+
+def commands_in_one_interpreter(project: Path, env: dict, *commands: list[str]) -> list[tuple[int, str, str]]:
+    """[exit code, stdout, stderr] of each command, run in turn in one fresh interpreter in the project copy,
+    importing its own generator (tests/commands_in_one_interpreter.py)."""
+    script = [sys.executable, str(Path(__file__).parent / "commands_in_one_interpreter.py"), json.dumps(commands)]
+    done = subprocess.run(script, cwd=project, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
 
 
 @pytest.fixture(scope="module")
@@ -151,21 +159,21 @@ def test_editing_any_output_shaping_generator_module_makes_check_fail(small):
 
 
 def test_a_real_change_to_the_generator_changes_output_and_check_sees_it(small):
-    """black's line length, an output-shaping setting in formatting.py, changed in a copy."""
+    """black's line length, an output-shaping setting in formatting.py, changed in a copy. check, regenerate,
+    check: one after another in one fresh interpreter importing the copy's generator
+    (tests/commands_in_one_interpreter.py)."""
     project, env = small
     formatting = project / "generator" / "formatting.py"
     assert "black.Mode()" in formatting.read_text()
     formatting.write_text(formatting.read_text().replace("black.Mode()", "black.Mode(line_length=60)"))
     module = next(p for p in (project / "generated").glob("*.py") if p.name != "__init__.py")
     before = module.read_text()
-    check = [sys.executable, "-m", "generator", "check"]
-    done = subprocess.run(check, cwd=project, env=env, capture_output=True, text=True)
-    assert done.returncode == 1
-    assert f"generated/{module.name}" in named_files(done.stdout)
-    regenerate = subprocess.run([sys.executable, "-m", "generator", "regenerate"], cwd=project, env=env)
-    assert regenerate.returncode == 0
+    check, regenerate, check_again = commands_in_one_interpreter(project, env, ["check"], ["regenerate"], ["check"])
+    assert check[0] == 1
+    assert f"generated/{module.name}" in named_files(check[1])
+    assert regenerate[0] == 0, regenerate
     assert module.read_text() != before  # the edit really shaped output
-    assert subprocess.run(check, cwd=project, env=env, capture_output=True).returncode == 0
+    assert check_again[0] == 0, check_again
 
 
 LINT_SPEC = '''"""Two backends sharing configs that register patterns twice."""

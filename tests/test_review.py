@@ -18,7 +18,7 @@ import pytest
 
 from generator import cli, reviewing
 from tests.conftest import GIT, commit_all, copy_project, git
-from tests.shared_builds import worker_copy
+from tests.shared_builds import computed_once, worker_copy
 
 ACME = '''"""A test backend whose BackendConfig name is not a plain identifier."""
 
@@ -100,8 +100,35 @@ def run(capsys, project, *args):
     return code, captured.out, captured.err
 
 
-def test_two_revisions_show_the_whole_change_and_nothing_else(repo, capsys):
-    code, out, err = run(capsys, repo, "--rev", "HEAD~1..HEAD")
+def counted_run(capsys, project, *args) -> tuple[tuple[int, str, str], list[str]]:
+    """run(...), and the generated modules it built (reviewing._module_from_source), in order."""
+    built = []
+    real = reviewing._module_from_source
+
+    def counting(name, source, filename):
+        built.append(name)
+        return real(name, source, filename)
+
+    reviewing._module_from_source = counting
+    try:
+        return run(capsys, project, *args), built
+    finally:
+        reviewing._module_from_source = real
+
+
+@pytest.fixture
+def diff_once(repo, capsys, tmp_path_factory):
+    """counted_run(ARGS) in the unchanged repository, run once per test run for each ARGS (several tests
+    assert on the same diff); only for tests that leave the repository as it was built."""
+
+    def shared(*args: str) -> tuple[tuple[int, str, str], list[str]]:
+        return computed_once(tmp_path_factory, "review-diff", repr(args), lambda: counted_run(capsys, repo, *args))
+
+    return shared
+
+
+def test_two_revisions_show_the_whole_change_and_nothing_else(repo, diff_once):
+    (code, out, err), _ = diff_once("--rev", "HEAD~1..HEAD")
     assert code == 1, err
     lines = out.splitlines()
     field = "acme_npu: dtype config acme_weighted_dtype_config: weight_dtype.scale_min_lower_bound: 0.001 -> 0.01"
@@ -119,8 +146,8 @@ def test_two_revisions_show_the_whole_change_and_nothing_else(repo, capsys):
     assert set(lines) == explained  # nothing else: no header churn, no invented changes
 
 
-def test_one_revision_is_compared_with_the_working_tree_and_plain_diff_with_head(repo, capsys):
-    assert run(capsys, repo, "--rev", "HEAD~1") == run(capsys, repo, "--rev", "HEAD~1..HEAD")
+def test_one_revision_is_compared_with_the_working_tree_and_plain_diff_with_head(repo, capsys, diff_once):
+    assert run(capsys, repo, "--rev", "HEAD~1") == diff_once("--rev", "HEAD~1..HEAD")[0]
     code, out, _ = run(capsys, repo)
     assert code == 0 and out.startswith("no differences in ") and out.endswith("(HEAD -> working tree)\n")
 
@@ -163,8 +190,8 @@ def test_markdown_has_a_section_and_a_count_line_per_changed_backend(repo, capsy
     assert "  - weight_dtype.scale_min_lower_bound: `0.001` → `0.01`" in sections[1]
 
 
-def test_json_follows_the_documented_schema(repo, capsys):
-    code, out, _ = run(capsys, repo, "--rev", "HEAD~1..HEAD", "--format", "json")
+def test_json_follows_the_documented_schema(diff_once):
+    (code, out, _), _ = diff_once("--rev", "HEAD~1..HEAD", "--format", "json")
     assert code == 1
     document = json.loads(out)
     assert (document["old"], document["new"], document["different"]) == ("HEAD~1", "HEAD", True)
@@ -305,25 +332,16 @@ def test_a_reference_dtype_config_that_meets_several_of_ours_takes_the_name_of_t
     assert _paired_names(backend(theirs_other, theirs_other), backend(weighted, non_weighted), names) == {}
 
 
-def test_modules_the_same_on_both_sides_are_not_built_and_the_diff_says_the_same(repo, capsys, monkeypatch):
-    built = []
-    real = reviewing._module_from_source
-
-    def counting(name, source, filename):
-        built.append(name)
-        return real(name, source, filename)
-
-    monkeypatch.setattr(reviewing, "_module_from_source", counting)
+def test_modules_the_same_on_both_sides_are_not_built_and_the_diff_says_the_same(repo, capsys, monkeypatch, diff_once):
     outputs = {}
     for fmt in ("json", "text"):
-        built.clear()
-        outputs[fmt] = skipping = run(capsys, repo, "--rev", "HEAD~1..HEAD", "--format", fmt)
-        fewer = len(built)
+        # the json diff is test_json_follows_the_documented_schema's too
+        outputs[fmt], built_skipping = diff_once("--rev", "HEAD~1..HEAD", "--format", fmt)
         with monkeypatch.context() as patched:  # every module built, as before the shortcut
             patched.setattr(reviewing, "_declared_builders", lambda source: None)
-            built.clear()
-            assert run(capsys, repo, "--rev", "HEAD~1..HEAD", "--format", fmt) == skipping
-        assert 0 < fewer < len(built)
+            every, built = counted_run(capsys, repo, "--rev", "HEAD~1..HEAD", "--format", fmt)
+        assert every == outputs[fmt]
+        assert 0 < len(built_skipping) < len(built)
     document = json.loads(outputs["json"][1])  # what the diff with the shortcut said
     assert "same" in {backend["status"] for backend in document["backends"]}
 
