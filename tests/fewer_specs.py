@@ -34,18 +34,20 @@ def _reduced(folder: Path, names: tuple[str, ...]) -> None:
         shutil.copy(cache_file, folder / ".cache" / "generator" / cache_file.name)
 
 
+def copy_with_only(factory: pytest.TempPathFactory, destination: Path, *names: str) -> Path:
+    """A fresh copy of the project at `destination` (which does not exist) whose spec/ holds only the spec
+    files named (and the helpers they import)."""
+    key = tuple(sorted(names))
+    reduced = built_once(factory, "only-" + "-".join(key), lambda folder: _reduced(folder, key))
+    return Path(shutil.copytree(reduced, destination, symlinks=True))
+
+
 def fixture_of_projects_with_only():
-    """The fixture project_with_only(*names): a fresh copy of the project at tmp_path/project whose spec/
-    holds only the spec files named (and the helpers they import). Assign it in a test module, as
-    `project_with_only = fixture_of_projects_with_only()`."""
+    """The fixture project_with_only(*names): copy_with_only at tmp_path/project. Assign it in a test
+    module, as `project_with_only = fixture_of_projects_with_only()`."""
 
     @pytest.fixture
     def project_with_only(tmp_path_factory, tmp_path):
-        def copy(*names: str) -> Path:
-            key = tuple(sorted(names))
-            reduced = built_once(tmp_path_factory, "only-" + "-".join(key), lambda folder: _reduced(folder, key))
-            return Path(shutil.copytree(reduced, tmp_path / "project", symlinks=True))
-
-        return copy
+        return lambda *names: copy_with_only(tmp_path_factory, tmp_path / "project", *names)
 
     return project_with_only
