@@ -28,6 +28,13 @@ def x86_project(project, tmp_path_factory):
     return copy_with_only(tmp_path_factory, project, "x86")
 
 
+@pytest.fixture
+def fbgemm_project(project, tmp_path_factory):
+    """The project, at its path, reduced to spec/fbgemm.py."""
+    shutil.rmtree(project)
+    return copy_with_only(tmp_path_factory, project, "fbgemm")
+
+
 def run(capsys, *args) -> tuple[int, str, str]:
     code = cli.main(list(args))
     out, err = capsys.readouterr()
@@ -112,7 +119,8 @@ def test_corrupt_cache_files_are_rebuilt(x86_project, capsys):
             json.loads(path.read_text(encoding="utf-8"))  # rebuilt
 
 
-def test_diff_with_a_committed_symlink_to_an_absolute_path(project, capsys):
+def test_diff_with_a_committed_symlink_to_an_absolute_path(x86_project, capsys):
+    project = x86_project
     shared = project.parent / "shared_ops.py"  # outside the project, named by its absolute path
     shared.write_text("EXTRA = []\n")
     (project / "spec" / "_shared.py").symlink_to(shared)
@@ -123,7 +131,8 @@ def test_diff_with_a_committed_symlink_to_an_absolute_path(project, capsys):
         assert out.startswith("no differences in "), out
 
 
-def test_diff_from_a_revision_whose_module_does_not_compile_is_one_line(project, capsys):
+def test_diff_from_a_revision_whose_module_does_not_compile_is_one_line(fbgemm_project, capsys):
+    project = fbgemm_project
     commit_all(project)
     module = project / "generated" / "fbgemm.py"
     good = module.read_bytes()
@@ -141,8 +150,9 @@ def test_diff_from_a_revision_whose_module_does_not_compile_is_one_line(project,
     ]
 
 
-def test_the_process_never_reports_an_internal_error_for_a_non_utf8_module(project):
+def test_the_process_never_reports_an_internal_error_for_a_non_utf8_module(x86_project):
     """The same through a real process, where stdout and the locale are the interpreter's own."""
+    project = x86_project
     module = project / "generated" / "x86.py"
     module.write_bytes(b"\xff" + module.read_bytes())
     command = [sys.executable, "-m", "generator", "--root", str(project), "check"]
