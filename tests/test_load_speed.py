@@ -13,7 +13,10 @@ from generator.expansion import torch_refs
 from generator.model import TorchRef
 from tests.builders import GENERATED_MODULES
 from tests.conftest import ROOT, copy_project
+from tests.fewer_specs import fixture_of_projects_with_only
 from tests.shared_builds import worker_copy
+
+project_with_only = fixture_of_projects_with_only()
 
 OUTPUTS = [f"generated/{module}.py" for module in GENERATED_MODULES] + ["docs/support-matrix.md"]
 
@@ -361,9 +364,10 @@ def test_a_forged_module_name_makes_runs_fail_and_writes_nothing_elsewhere(proje
     assert_committed_outputs(project)
 
 
-def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_again(project, monkeypatch):
+def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_again(project_with_only, monkeypatch):
     """Each spec file's load runs on fresh modules, so spec/_common.py runs once per spec file: it is
     compiled once per content (spec_loading._compiled_once), and an edit is what runs next time."""
+    project = project_with_only("fbgemm", "x86")  # two spec files importing spec/_common.py; fbgemm uses DEFAULT_OPS
     from importlib.machinery import SourceFileLoader
 
     from generator import spec_loading
@@ -419,10 +423,11 @@ def test_the_check_memo_serves_only_the_text_that_passed_and_a_corrupt_entry_is_
 
 
 def test_project_source_is_kept_compiled_on_disk_and_an_edit_or_a_corrupt_entry_is_compiled_again(
-    project, monkeypatch
+    project_with_only, monkeypatch
 ):
     """Each process compiled every spec file it ran; spec_loading._compiled_once keeps the code in
     .cache/generator/code/ under a digest of the source bytes, so a new process compiles none."""
+    project = project_with_only("fbgemm", "x86")  # two spec files importing spec/_common.py; fbgemm uses DEFAULT_OPS
     from importlib.machinery import SourceFileLoader
 
     from generator import spec_loading
