@@ -2,7 +2,8 @@
 
 Each test makes a project do what a user may do between two runs, then holds every
 command to the truth: what `regenerate --force` writes in a fresh copy of the same
-files with no model, template or module-name cache.
+files with no model, template or module-name cache. Each project holds only the
+committed spec files a test is about (tests/fewer_specs.py), so that each run renders less.
 """
 
 import importlib.util
@@ -15,6 +16,9 @@ import sys
 from pathlib import Path
 
 from tests.conftest import ROOT, session_caches
+from tests.fewer_specs import fixture_of_projects_with_only
+
+project_with_only = fixture_of_projects_with_only()
 
 
 def run(project: Path, *args: str, bytecode: bool = False) -> subprocess.CompletedProcess:
@@ -52,8 +56,9 @@ def assert_truthful(project: Path, elsewhere: Path) -> None:
         assert done.returncode == 0, (command, done.stdout, done.stderr)
 
 
-def test_renaming_a_spec_file_names_the_module_after_its_new_name(project, tmp_path):
+def test_renaming_a_spec_file_names_the_module_after_its_new_name(project_with_only, tmp_path):
     """A spec without Module(name=...) is named after its file: the kept name of the same content is not."""
+    project = project_with_only("x86")
     assert run(project, "regenerate").returncode == 0
     (project / "spec" / "x86.py").rename(project / "spec" / "x86_renamed.py")
     done = run(project, "check")
@@ -63,8 +68,9 @@ def test_renaming_a_spec_file_names_the_module_after_its_new_name(project, tmp_p
     assert not (project / "generated" / "x86.py").exists()
 
 
-def test_two_spec_files_with_the_same_content_make_two_modules(project, tmp_path):
+def test_two_spec_files_with_the_same_content_make_two_modules(project_with_only, tmp_path):
     """Twins whose backend is named after the spec module: one content, two files, two generated modules."""
+    project = project_with_only("tensorrt")
     spec = project / "spec" / "tensorrt.py"
     text = spec.read_text().replace('name="tensorrt"', 'name=__name__.rpartition(".")[2]')
     spec.write_text(text)
@@ -113,9 +119,10 @@ def small_spec(project: Path, name: str, imports: str = "", setup: str = "OPS = 
     return path
 
 
-def test_a_spec_that_extends_sys_path_does_not_extend_it_for_the_next_spec(project, tmp_path):
+def test_a_spec_that_extends_sys_path_does_not_extend_it_for_the_next_spec(project_with_only, tmp_path):
     """sys.path is the next load's as it was before: a spec that relied on an earlier one's setup
     would load under --force (every file executed, in order) and fail once the earlier one is kept."""
+    project = project_with_only("qnnpack_pt2e")
     (project / "vendor").mkdir()
     (project / "vendor" / "vendored_ops.py").write_text("NAMES = ['stack']\n")
     small_spec(project, "aaa_sets_path", "import sys\nfrom pathlib import Path",
@@ -126,9 +133,10 @@ def test_a_spec_that_extends_sys_path_does_not_extend_it_for_the_next_spec(proje
     assert outcome(project, "regenerate") == fresh_outcome(project, tmp_path / "fresh")
 
 
-def test_a_spec_that_sets_an_environment_variable_does_not_set_it_for_the_next_spec(project, tmp_path):
+def test_a_spec_that_sets_an_environment_variable_does_not_set_it_for_the_next_spec(project_with_only, tmp_path):
     """The environment is the next load's as it was before the previous one: kept or executed, a load
     cannot see what another spec file put there."""
+    project = project_with_only("qnnpack_pt2e")
     small_spec(project, "aaa_sets_env", "import os", "os.environ['ADVERSARY_OPS'] = 'stack'\nOPS = ['cat']")
     zzz = small_spec(project, "zzz_reads_env", "import os", "OPS = [os.environ.get('ADVERSARY_OPS', 'flatten')]")
     run(project, "regenerate", "--force")  # fills the model cache
@@ -136,9 +144,10 @@ def test_a_spec_that_sets_an_environment_variable_does_not_set_it_for_the_next_s
     assert outcome(project, "regenerate") == fresh_outcome(project, tmp_path / "fresh")
 
 
-def test_a_same_size_edit_in_the_same_second_is_not_hidden_by_python_s_bytecode_cache(project, tmp_path):
+def test_a_same_size_edit_in_the_same_second_is_not_hidden_by_python_s_bytecode_cache(project_with_only, tmp_path):
     """Python trusts a __pycache__ file while its source keeps its size and modification time (in whole
     seconds): an editor saving twice within a second, or a git checkout, can change a digit and keep both."""
+    project = project_with_only("x86")
     spec = project / "spec" / "x86.py"
     spec.write_text(spec.read_text().replace("PyTorch's native x86", "PyTorch's Native x86"))
     assert run(project, "regenerate", bytecode=True).returncode == 0
@@ -161,11 +170,12 @@ MODULE = Module(doc="Acme.", backends=[Backend(name="acme", builder="get_acme_ba
 '''
 
 
-def test_a_spec_helper_no_other_spec_imports_is_an_input_of_its_importer_alone(project, tmp_path):
+def test_a_spec_helper_no_other_spec_imports_is_an_input_of_its_importer_alone(project_with_only, tmp_path):
     """Finding how a bound is spelt searches every spec file for a name; only the file that assigns
     it is an input. Otherwise a fresh --force recorded spec/_acme_ops.py for executorch (a load that
     searched it), while a load kept from before the helper existed did not: the manifest depended on
     the cache's history, and check --full called the incremental tree stale."""
+    project = project_with_only("executorch", "qnnpack")  # executorch imports qnnpack
     assert run(project, "regenerate").returncode == 0
     (project / "spec" / "acme.py").write_text(ACME_SPEC)
     (project / "spec" / "_acme_ops.py").write_text("from generator.dsl import nn\n\nOPS = [nn.Conv2d, nn.Linear]\n")

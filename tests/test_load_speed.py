@@ -13,7 +13,10 @@ from generator.expansion import torch_refs
 from generator.model import TorchRef
 from tests.builders import GENERATED_MODULES
 from tests.conftest import ROOT, copy_project
+from tests.fewer_specs import fixture_of_projects_with_only
 from tests.shared_builds import worker_copy
+
+project_with_only = fixture_of_projects_with_only()
 
 OUTPUTS = [f"generated/{module}.py" for module in GENERATED_MODULES] + ["docs/support-matrix.md"]
 
@@ -23,6 +26,21 @@ def regenerate(project, *args):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     done = subprocess.run([sys.executable, "-m", "generator", "--root", str(project), "regenerate", *args],
                           cwd=project, env=env, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def here(capfd, project, *args):
+    """A run by cli.main in this process, for caches kept on disk alone (the model cache, the check memo):
+    what reaches file descriptors 1 and 2 is captured, as a subprocess's pipes would be."""
+    capfd.readouterr()
+    code = cli.main(["--root", str(project), *args])
+    out, err = capfd.readouterr()
+    return subprocess.CompletedProcess(args, code, out, err)
+
+
+def regenerated_here(capfd, project, *args):
+    done = here(capfd, project, "regenerate", *args)
     assert done.returncode == 0, done.stderr
     return done
 
@@ -168,9 +186,9 @@ def model_entry(project, spec="fbgemm"):
     return project / ".cache" / "generator" / "models" / f"spec_{spec}.py.pickle"
 
 
-def test_after_an_edit_to_one_spec_file_the_others_are_not_executed_again(counted):
+def test_after_an_edit_to_one_spec_file_the_others_are_not_executed_again(counted, capfd):
     edit_x86(counted)
-    regenerate(counted)
+    regenerated_here(capfd, counted)
     assert runs(counted) == 1  # fbgemm's load came from the cache
     assert_committed_outputs(counted)
 
@@ -186,35 +204,33 @@ def test_check_of_an_edited_spec_file_executes_it_once(counted, capsys):
     assert runs(counted) == 2
 
 
-def test_force_and_check_full_execute_every_spec_file(counted):
-    regenerate(counted, "--force")
+def test_force_and_check_full_execute_every_spec_file(counted, capfd):
+    regenerated_here(capfd, counted, "--force")
     assert runs(counted) == 2
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-m", "generator", "--root", str(counted), "check", "--full"],
-                          cwd=counted, env=env, capture_output=True, text=True)  # fmt: skip
+    done = here(capfd, counted, "check", "--full")
     assert done.returncode == 0, done.stdout + done.stderr
     assert runs(counted) == 3
 
 
-def test_force_fills_the_model_cache_for_the_next_edit(counted):
+def test_force_fills_the_model_cache_for_the_next_edit(counted, capfd):
     shutil.rmtree(counted / ".cache" / "generator" / "models")
-    regenerate(counted, "--force")
+    regenerated_here(capfd, counted, "--force")
     assert runs(counted) == 2
     edit_x86(counted)
-    regenerate(counted)
+    regenerated_here(capfd, counted)
     assert runs(counted) == 2
     assert_committed_outputs(counted)
 
 
 @pytest.mark.parametrize("edited", ["spec/_common.py", "spec/fbgemm_doc.txt"])
-def test_an_edit_to_any_file_a_load_read_executes_it_again(counted, edited):
+def test_an_edit_to_any_file_a_load_read_executes_it_again(counted, edited, capfd):
     path = counted / edited
     if edited.endswith(".txt"):
         path.write_text("FBGEMM, as a data file says.")
     else:
         path.write_text(path.read_text() + "# an edit\n")
     edit_x86(counted)
-    regenerate(counted)
+    regenerated_here(capfd, counted)
     assert runs(counted) == 2
     fbgemm = (counted / "generated" / "fbgemm.py").read_text()
     assert ("FBGEMM, as a data file says." in fbgemm) == edited.endswith(".txt")
@@ -283,23 +299,23 @@ ENTRY_CORRUPTIONS = {
 
 
 @pytest.mark.parametrize("corruption", sorted(ENTRY_CORRUPTIONS))
-def test_a_corrupt_or_stale_model_entry_is_ignored(counted, corruption):
+def test_a_corrupt_or_stale_model_entry_is_ignored(counted, corruption, capfd):
     entry = model_entry(counted)
     entry.write_bytes(ENTRY_CORRUPTIONS[corruption](counted, entry.read_bytes()))
     edit_x86(counted)
-    regenerate(counted)
+    regenerated_here(capfd, counted)
     assert runs(counted) == 2  # executed again
     assert not marker(counted).exists()
     assert_committed_outputs(counted)
     edit_x86(counted)
-    regenerate(counted)
+    regenerated_here(capfd, counted)
     assert runs(counted) == 2  # and the entry was replaced by a sound one
 
 
-def test_force_ignores_even_a_valid_looking_entry(counted):
+def test_force_ignores_even_a_valid_looking_entry(counted, capfd):
     entry = model_entry(counted)
     entry.write_bytes(_forged_doc(counted, entry.read_bytes()))
-    regenerate(counted, "--force")
+    regenerated_here(capfd, counted, "--force")
     assert_committed_outputs(counted)
 
 
@@ -348,9 +364,10 @@ def test_a_forged_module_name_makes_runs_fail_and_writes_nothing_elsewhere(proje
     assert_committed_outputs(project)
 
 
-def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_again(project, monkeypatch):
+def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_again(project_with_only, monkeypatch):
     """Each spec file's load runs on fresh modules, so spec/_common.py runs once per spec file: it is
     compiled once per content (spec_loading._compiled_once), and an edit is what runs next time."""
+    project = project_with_only("fbgemm", "x86")  # two spec files importing spec/_common.py; fbgemm uses DEFAULT_OPS
     from importlib.machinery import SourceFileLoader
 
     from generator import spec_loading
@@ -386,21 +403,19 @@ def check_memo_entries(project):
     return sorted((project / ".cache" / "generator").glob("checked-*.bin"))
 
 
-def test_the_check_memo_serves_only_the_text_that_passed_and_a_corrupt_entry_is_checked_again(forced):
+def test_the_check_memo_serves_only_the_text_that_passed_and_a_corrupt_entry_is_checked_again(forced, capfd):
     project = forced  # regenerated with --force
     entries = check_memo_entries(project)
     assert [e.name for e in entries] == [f"checked-{module}.bin" for module in sorted(GENERATED_MODULES)]
     for entry in entries:
         entry.write_bytes(b"\0" * 32)
-    regenerate(project, "--force")
+    regenerated_here(capfd, project, "--force")  # the memo is on disk alone: a run here reads it as a new process
     assert_committed_outputs(project)
     assert all(len(e.read_bytes()) == 32 and e.read_bytes() != b"\0" * 32 for e in entries)
     spec = project / "spec" / "fbgemm.py"
     spec.write_text(spec.read_text().replace('builder="get_fbgemm_backend_config"', 'builder="type"'))
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
     for _ in range(2):  # a refused text is never remembered, so it is refused every time
-        done = subprocess.run([sys.executable, "-m", "generator", "--root", str(project), "regenerate", "--force"],
-                              cwd=project, env=env, capture_output=True, text=True)  # fmt: skip
+        done = here(capfd, project, "regenerate", "--force")
         assert done.returncode == 2
         assert "builder name 'type' would hide Python's built-in type" in done.stderr
         assert "spec/fbgemm.py:30" in done.stderr
@@ -408,10 +423,11 @@ def test_the_check_memo_serves_only_the_text_that_passed_and_a_corrupt_entry_is_
 
 
 def test_project_source_is_kept_compiled_on_disk_and_an_edit_or_a_corrupt_entry_is_compiled_again(
-    project, monkeypatch
+    project_with_only, monkeypatch
 ):
     """Each process compiled every spec file it ran; spec_loading._compiled_once keeps the code in
     .cache/generator/code/ under a digest of the source bytes, so a new process compiles none."""
+    project = project_with_only("fbgemm", "x86")  # two spec files importing spec/_common.py; fbgemm uses DEFAULT_OPS
     from importlib.machinery import SourceFileLoader
 
     from generator import spec_loading

@@ -7,14 +7,32 @@ through the real CLI, and regenerate repairs what is the generator's to repair.
 """
 
 import json
+import shutil
 import subprocess
 import sys
 
+import pytest
+
 from generator import cli, planning
 from tests.conftest import ROOT, commit_all, git
+from tests.fewer_specs import copy_with_only
 from tests.one_path import project_at_one_path
 
 project = project_at_one_path("odd_trees")  # a fresh copy per test, at one path (see there)
+
+
+@pytest.fixture
+def x86_project(project, tmp_path_factory):
+    """The project, at its path, reduced to spec/x86.py: the other spec files would be built for nothing."""
+    shutil.rmtree(project)
+    return copy_with_only(tmp_path_factory, project, "x86")
+
+
+@pytest.fixture
+def fbgemm_project(project, tmp_path_factory):
+    """The project, at its path, reduced to spec/fbgemm.py."""
+    shutil.rmtree(project)
+    return copy_with_only(tmp_path_factory, project, "fbgemm")
 
 
 def run(capsys, *args) -> tuple[int, str, str]:
@@ -24,7 +42,8 @@ def run(capsys, *args) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_a_generated_file_that_is_not_utf8_is_edited_by_hand_and_regenerate_repairs_it(project, capsys):
+def test_a_generated_file_that_is_not_utf8_is_edited_by_hand_and_regenerate_repairs_it(x86_project, capsys):
+    project = x86_project
     module = project / "generated" / "x86.py"
     module.write_bytes(module.read_bytes() + b"# caf\xe9 in Latin-1\n")
     code, out, err = run(capsys, "--root", str(project), "check")
@@ -36,7 +55,8 @@ def test_a_generated_file_that_is_not_utf8_is_edited_by_hand_and_regenerate_repa
     assert run(capsys, "--root", str(project), "check")[0] == 0
 
 
-def test_files_written_by_a_regenerate_killed_before_its_manifest_are_not_called_edited(project, capsys):
+def test_files_written_by_a_regenerate_killed_before_its_manifest_are_not_called_edited(x86_project, capsys):
+    project = x86_project
     manifest = project / "generated" / "manifest.json"
     before = manifest.read_bytes()
     spec = project / "spec" / "x86.py"
@@ -54,7 +74,8 @@ def test_files_written_by_a_regenerate_killed_before_its_manifest_are_not_called
     assert run(capsys, "--root", str(project), "check")[0] == 0
 
 
-def test_a_stray_generated_module_that_is_not_utf8_is_named_and_regenerate_removes_it(project, capsys):
+def test_a_stray_generated_module_that_is_not_utf8_is_named_and_regenerate_removes_it(x86_project, capsys):
+    project = x86_project
     stray = project / "generated" / "x86_old.py"  # its spec file is gone (renamed, say)
     stray.write_bytes((project / "generated" / "x86.py").read_bytes() + b"# caf\xe9\n")
     code, out, err = run(capsys, "--root", str(project), "check")
@@ -65,7 +86,8 @@ def test_a_stray_generated_module_that_is_not_utf8_is_named_and_regenerate_remov
     assert run(capsys, "--root", str(project), "check")[0] == 0
 
 
-def test_a_python_file_of_the_users_own_in_generated_is_left_alone(project, capsys):
+def test_a_python_file_of_the_users_own_in_generated_is_left_alone(x86_project, capsys):
+    project = x86_project
     commit_all(project)
     own = project / "generated" / "helpers.py"
     # Not UTF-8, and it imports only as part of the package: never a module to run on its own.
@@ -77,7 +99,8 @@ def test_a_python_file_of_the_users_own_in_generated_is_left_alone(project, caps
     assert code == 0 and out.startswith("no differences in "), out
 
 
-def test_corrupt_cache_files_are_rebuilt(project, capsys):
+def test_corrupt_cache_files_are_rebuilt(x86_project, capsys):
+    project = x86_project
     cache = project / ".cache" / "generator"
     assert run(capsys, "--root", str(project), "check")[0] == 0  # the lint cache exists
     corrupt = {
@@ -96,7 +119,8 @@ def test_corrupt_cache_files_are_rebuilt(project, capsys):
             json.loads(path.read_text(encoding="utf-8"))  # rebuilt
 
 
-def test_diff_with_a_committed_symlink_to_an_absolute_path(project, capsys):
+def test_diff_with_a_committed_symlink_to_an_absolute_path(x86_project, capsys):
+    project = x86_project
     shared = project.parent / "shared_ops.py"  # outside the project, named by its absolute path
     shared.write_text("EXTRA = []\n")
     (project / "spec" / "_shared.py").symlink_to(shared)
@@ -107,7 +131,8 @@ def test_diff_with_a_committed_symlink_to_an_absolute_path(project, capsys):
         assert out.startswith("no differences in "), out
 
 
-def test_diff_from_a_revision_whose_module_does_not_compile_is_one_line(project, capsys):
+def test_diff_from_a_revision_whose_module_does_not_compile_is_one_line(fbgemm_project, capsys):
+    project = fbgemm_project
     commit_all(project)
     module = project / "generated" / "fbgemm.py"
     good = module.read_bytes()
@@ -125,8 +150,9 @@ def test_diff_from_a_revision_whose_module_does_not_compile_is_one_line(project,
     ]
 
 
-def test_the_process_never_reports_an_internal_error_for_a_non_utf8_module(project):
+def test_the_process_never_reports_an_internal_error_for_a_non_utf8_module(x86_project):
     """The same through a real process, where stdout and the locale are the interpreter's own."""
+    project = x86_project
     module = project / "generated" / "x86.py"
     module.write_bytes(b"\xff" + module.read_bytes())
     command = [sys.executable, "-m", "generator", "--root", str(project), "check"]
