@@ -19,6 +19,7 @@ import pytest
 from generator import cli, pipeline, spec_loading
 from generator.model import Backend
 from tests.conftest import ROOT, copy_project
+from tests.frozen_heap import heap_frozen_for_the_module
 from tests.one_path import project_at_one_path
 from tests.shared_builds import built_once
 from tests.test_matrix import parse_matrix
@@ -27,6 +28,7 @@ CASES = sorted(p for p in (ROOT / "tests" / "bad_specs").iterdir() if p.is_dir()
 
 
 project = project_at_one_path("bad_input")  # a fresh copy per test, at one path (see there)
+frozen_heap = heap_frozen_for_the_module()  # ~150 generator runs in this process: no walks over torch (see there)
 
 
 def committed_models(factory) -> Path:
