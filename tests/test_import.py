@@ -6,11 +6,15 @@ to the builder by the comparator; and the refusals, each one line, exit 2, nothi
 import ast
 import contextlib
 import difflib
+import functools
 import importlib
 import importlib.util
 import io
 import re
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -20,10 +24,13 @@ from generator.model import TorchRef
 from generator.resolution import load_object
 from tests.builders import discover
 from tests.conftest import ROOT, copy_project
-from tests.shared_builds import built_once
+from tests.frozen_heap import heap_frozen_for_the_module
+from tests.shared_builds import built_once, computed_once
 
 USER_BUILDER = "tests.user_builder.get_user_backend_config"
 LEGACY_BUILDER = "tests.legacy_builder.get_legacy_backend_config"
+
+frozen_heap = heap_frozen_for_the_module()  # generator runs in this process: no walks over torch (see there)
 
 
 def run(capsys, *args):
@@ -38,32 +45,62 @@ def target(reference: str) -> str:
     return f"{module}:{function}"
 
 
+@functools.cache
+def committed_modules() -> tuple:
+    """The committed spec, loaded once per worker: spec/ of the checkout is never changed by a
+    test (tests change copies), so each load would give the same (frozen) modules."""
+    return tuple(spec_loading.load_modules(ROOT))
+
+
 def committed_references() -> list[str]:
-    return [b.reference for m in spec_loading.load_modules(ROOT) for b in m.backends if b.reference]
+    return [b.reference for m in committed_modules() for b in m.backends if b.reference]
+
+
+def without_hand_written_specs(project):
+    for spec_file in (project / "spec").glob("[!_]*.py"):
+        spec_file.unlink()
+    return project
 
 
 def build_imported(project):
-    """The project with its hand-written specs replaced by imported ones, regenerated once."""
-    copy_project(project)
-    for spec_file in (project / "spec").glob("[!_]*.py"):
-        spec_file.unlink()
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        for reference in committed_references() + [USER_BUILDER, LEGACY_BUILDER]:
-            code = cli.main(["--root", str(project), "import", target(reference)])
-            assert code == 0, reference
-        assert cli.main(["--root", str(project), "regenerate", "--jobs", "2"]) == 0
+    """The project with its hand-written specs replaced by imported ones, regenerated once.
+
+    Each builder is imported into a scratch copy of the project whose spec/ holds only its
+    helpers (spec/_common.py), and the file written is moved into the project: import loads
+    every other spec file to refuse a backend name already taken (a cold load, a quarter of
+    an import's CPU), which here would only find the files imported before. That refusal has
+    tests of its own below; the one regenerate of all the imported files refuses a taken name too.
+    """
+    without_hand_written_specs(copy_project(project))
+    with tempfile.TemporaryDirectory() as temporary:
+        scratch = without_hand_written_specs(copy_project(Path(temporary) / "project"))
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            for reference in committed_references() + [USER_BUILDER, LEGACY_BUILDER]:
+                code = cli.main(["--root", str(scratch), "import", target(reference)])
+                assert code == 0, reference
+                (written,) = (scratch / "spec").glob("[!_]*.py")
+                assert not (project / "spec" / written.name).exists(), (reference, written.name)
+                shutil.move(written, project / "spec" / written.name)
+            assert cli.main(["--root", str(project), "regenerate", "--jobs", "2"]) == 0
+
+
+def imported_outputs(project) -> dict[str, tuple[str, str]]:
+    """Each imported reference's generated module (relative to the project) and builder name."""
+    return {
+        backend.reference: (module.output, backend.builder)
+        for module in spec_loading.load_modules(project)
+        for backend in module.backends
+    }
 
 
 @pytest.fixture(scope="session")
 def imported(tmp_path_factory):
     """A project whose hand-written specs are replaced by imported ones, regenerated once per
-    test run: every test only reads it."""
+    test run: every test only reads it (and the load naming its outputs is made once too)."""
     project = built_once(tmp_path_factory, "imported", build_imported)
     references = committed_references() + [USER_BUILDER, LEGACY_BUILDER]
-    outputs = {}
-    for module in spec_loading.load_modules(project):
-        for backend in module.backends:
-            outputs[backend.reference] = (project / module.output, backend.builder)
+    found = computed_once(tmp_path_factory, "imported-outputs", str(project), lambda: imported_outputs(project))
+    outputs = {reference: (project / output, builder) for reference, (output, builder) in found.items()}
     return project, references, outputs
 
 
@@ -193,7 +230,7 @@ def test_import_never_overwrites_a_spec_without_force(project, capsys):
 def test_import_refuses_a_backend_name_another_spec_file_uses(project, capsys):
     """regenerate requires backend names unique across spec/: import never writes a spec it would refuse."""
     (reference,) = [r for r in committed_references() if r.endswith(".get_qnnpack_pt2e_backend_config")]
-    (owner,) = [m for m in spec_loading.load_modules(project) for b in m.backends if b.reference == reference]
+    (owner,) = [m for m in committed_modules() for b in m.backends if b.reference == reference]  # as in the copy
     before = {p.name: p.read_text() for p in (project / "spec").iterdir() if p.is_file()}
     code, out = run(capsys, "--root", str(project), "import", target(reference), "--name", "pt2e_imported")
     assert code == 2
