@@ -19,7 +19,6 @@ import pytest
 from generator import cli, pipeline, spec_loading
 from generator.model import Backend
 from tests.conftest import ROOT, copy_project
-from tests.frozen_heap import heap_frozen_for_the_module
 from tests.restored_project import project_restored_before_each_test
 from tests.shared_builds import built_once
 from tests.test_matrix import parse_matrix
@@ -28,7 +27,6 @@ CASES = sorted(p for p in (ROOT / "tests" / "bad_specs").iterdir() if p.is_dir()
 
 
 project = project_restored_before_each_test("bad_input")  # a fresh project per test, restored in place (see there)
-frozen_heap = heap_frozen_for_the_module()  # ~150 generator runs in this process: no walks over torch (see there)
 
 
 def committed_models(factory) -> Path:

@@ -24,13 +24,11 @@ from generator.model import TorchRef
 from generator.resolution import load_object
 from tests.builders import discover
 from tests.conftest import ROOT, copy_project
-from tests.frozen_heap import heap_frozen_for_the_module
 from tests.shared_builds import built_once, computed_once
 
 USER_BUILDER = "tests.user_builder.get_user_backend_config"
 LEGACY_BUILDER = "tests.legacy_builder.get_legacy_backend_config"
 
-frozen_heap = heap_frozen_for_the_module()  # generator runs in this process: no walks over torch (see there)
 
 
 def run(capsys, *args):

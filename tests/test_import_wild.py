@@ -8,9 +8,6 @@ import pytest
 
 from generator import cli
 from generator.compare import compare_backend_configs
-from tests.frozen_heap import heap_frozen_for_the_module
-
-frozen_heap = heap_frozen_for_the_module()  # generator runs in this process: no walks over torch (see there)
 
 
 def run(capsys, *args):

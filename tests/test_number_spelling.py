@@ -141,12 +141,14 @@ LATIN_1_SPEC = '''# -*- coding: latin-1 -*-
 
 from generator.dsl import Backend, DTypeConfig, DTypeWithConstraints, Module, config, nn, torch
 
-accented = DTypeWithConstraints(dtype=torch.quint8, quant_min_lower_bound=len("\xe9t\xe9") - 3, scale_min_lower_bound=2**-12)
-c0 = DTypeConfig(input_dtype=accented, output_dtype=accented)
+e = DTypeWithConstraints(dtype=torch.quint8, quant_min_lower_bound=len("\xe9t\xe9") - 3, scale_min_lower_bound=2**-12)
+c0 = DTypeConfig(input_dtype=e, output_dtype=e)
 
 MODULE = Module(
     doc="Latin-1.",
-    backends=[Backend(name="latin", builder="get_latin_backend_config", doc="Latin-1.", configs=[config(nn.Linear, [c0])])],
+    backends=[
+        Backend(name="latin", builder="get_latin_backend_config", doc="Latin-1.", configs=[config(nn.Linear, [c0])])
+    ],
 )
 '''
 
@@ -155,6 +157,6 @@ def test_a_spec_in_another_encoding_keeps_its_spellings(project):
     (project / "spec" / "latin.py").write_bytes(LATIN_1_SPEC.encode("latin-1"))
     regenerate(project)
     text = (project / "generated" / "latin.py").read_text()
-    (node,) = [n for n in ast.parse(text).body if isinstance(n, ast.Assign) and n.targets[0].id == "accented"]
+    (node,) = [n for n in ast.parse(text).body if isinstance(n, ast.Assign) and n.targets[0].id == "e"]
     written = {k.arg: ast.get_source_segment(text, k.value) for k in node.value.keywords if k.arg != "dtype"}
     assert written == {"quant_min_lower_bound": "0", "scale_min_lower_bound": "2**-12"}
