@@ -553,7 +553,7 @@ def _refuse_a_taken_backend_name(root: Path, path: Path, backend) -> None:
     from generator import spec_loading
 
     try:
-        others = spec_loading.load_modules(root, exclude=path)
+        others = spec_loading.load_modules(root, exclude=path, reuse=True)  # as regenerate will load them
     except errors.GeneratorError:
         return  # the other spec files are broken already: regenerate names that, whatever import writes
     for other in (b for m in others for b in m.backends):

@@ -22,9 +22,10 @@ from generator.planning import Target
 from generator.rendering import render_matrix, render_module
 
 
-def load(root: Path, validate: bool) -> list[ExpandedModule]:
-    """Load and expand every spec module; `validate` checks torch names (may import torch)."""
-    modules = spec_loading.load_modules(root)
+def load(root: Path, validate: bool, reuse: bool = False) -> list[ExpandedModule]:
+    """Load and expand every spec module; `validate` checks torch names (may import torch); `reuse`
+    takes unchanged spec files' loads from the model cache (spec_loading.load_modules)."""
+    modules = spec_loading.load_modules(root, reuse=reuse)
     if validate:
         resolution.validate(modules, root)
     expanded = [expand_module(m) for m in modules]

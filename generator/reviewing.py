@@ -124,7 +124,7 @@ _REFERENCE = re.compile(r"\breference\s*=")
 def _builders_and_locations(root: Path, wanted: list[str]):
     from generator import spec_loading
 
-    modules = spec_loading.load_modules(root)
+    modules = spec_loading.load_modules(root, reuse=True)  # unchanged spec files' loads from the model cache
     return builders(modules, wanted), spec_locations(root, modules)
 
 
@@ -145,7 +145,7 @@ def against_torch(root: Path, refs: list[BuilderRef], locations: dict | None = N
     if all(ref.reference is None for ref in refs):
         return  # nothing to compare: no torch to import
     if locations is None:
-        locations = spec_locations(root)
+        locations = spec_locations(root, reuse=True)
     from generator import divergence  # imports torch
 
     for ref in refs:
@@ -486,8 +486,8 @@ def side_backends(side: Side, sources: dict[str, str], skipped: set[str]) -> dic
 
 
 def _side_locations(side: Side) -> dict[str, dict[str, str]]:
-    if side.revision is None:
-        return spec_locations(side.root)
+    if side.revision is None:  # the working tree: its unchanged spec files' loads are in the model cache
+        return spec_locations(side.root, reuse=True)
     with tempfile.TemporaryDirectory(prefix="generator-review-") as folder:
         if not _extract(side, Path(folder), ("spec",)):
             return {}  # the revision has no spec/: its patterns keep no spec lines
@@ -595,8 +595,11 @@ def _as_committed(root: Path, target: planning.Target, recorded: manifest.Manife
     return tuple(sorted(inputs.items()))
 
 
-def spec_locations(root: Path, loaded: list[ModuleSpec] | None = None) -> dict[str, dict[str, str]]:
-    """{backend label: {pattern as the diff names it: spec line}}, from the spec under `root` (`loaded`, if given).
+def spec_locations(
+    root: Path, loaded: list[ModuleSpec] | None = None, reuse: bool = False
+) -> dict[str, dict[str, str]]:
+    """{backend label: {pattern as the diff names it: spec line}}, from the spec under `root` (`loaded`, if given;
+    `reuse`: loads from the model cache where the spec files are unchanged).
 
     A single op's line is where the op is named (in an op list shared by many
     backends, the list entry); a fused pattern's is its config() call.
@@ -612,7 +615,7 @@ def spec_locations(root: Path, loaded: list[ModuleSpec] | None = None) -> dict[s
         if loaded is None:
             from generator import pipeline
 
-            modules = pipeline.load(root, validate=False)
+            modules = pipeline.load(root, validate=False, reuse=reuse)
         else:  # what pipeline.load does after loading (without importing Jinja2 and black)
             modules = [expand_module(m) for m in loaded]
             check_dtype_config_declarations(modules)

@@ -28,7 +28,7 @@ def existing_spec(root: Path, path: Path) -> ModuleSpec | None:
     from generator import spec_loading
 
     try:
-        modules = spec_loading.load_modules(root)
+        modules = spec_loading.load_modules(root, reuse=True)  # unchanged files' loads from the model cache
     except GeneratorError:
         return None  # a spec that does not load is replaced, as before
     return next((m for m in modules if (root / m.spec_file).resolve() == path.resolve()), None)

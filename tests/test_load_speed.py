@@ -236,6 +236,26 @@ def test_an_edit_to_any_file_a_load_read_executes_it_again(counted, edited, capf
     assert ("FBGEMM, as a data file says." in fbgemm) == edited.endswith(".txt")
 
 
+def test_import_and_diff_take_unchanged_spec_files_from_the_model_cache(counted, capfd):
+    """import (refusing a backend name another spec file uses; with --force, what the file it replaces
+    builds) and diff (the spec lines of the working tree; the builders and lines of --against-torch)
+    load the spec as regenerate does: an unchanged file's load comes from the model cache."""
+    builder = "tests.user_builder:get_user_backend_config"
+    for args in (["import", builder, "--name", "mine"], ["import", builder, "--name", "mine", "--force"]):
+        done = here(capfd, counted, *args)
+        assert done.returncode == 0, done.stderr
+    assert runs(counted) == 1
+    regenerated_here(capfd, counted)  # diff compares a tree that is up to date
+    done = here(capfd, counted, "diff", "--against-torch", "fbgemm")
+    assert done.returncode == 0, done.stderr
+    assert runs(counted) == 1
+    (counted / "spec" / "mine.py").unlink()
+    with (counted / "spec" / "fbgemm.py").open("a") as spec:
+        spec.write("# an edit\n")
+    assert here(capfd, counted, "import", builder, "--name", "mine").returncode == 0
+    assert runs(counted) == 2  # an edited file is executed, as regenerate would
+
+
 def _kept(project, relative="spec/fbgemm.py"):
     from generator import model_cache
 
