@@ -47,6 +47,7 @@ activations (qnnpack_symmetric, tensorrt) that the CPU kernels refuse to run (Ru
 import contextlib
 import copy
 import functools
+import gc
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,6 +77,7 @@ from torch.ao.quantization import (
     get_default_qconfig_mapping,
 )
 from torch.ao.quantization.backend_config import BackendConfig, DTypeConfig, ObservationType
+from torch.ao.quantization.fx.utils import assert_and_get_unique_device
 from torch.ao.quantization.qconfig_mapping import (
     _get_symmetric_qnnpack_qat_qconfig_mapping,
     _get_symmetric_qnnpack_qconfig_mapping,
@@ -725,10 +727,32 @@ def _no_stack_traces():
         torch.fx.config.do_not_emit_stack_traces = previous
 
 
+@contextlib.contextmanager
+def _garbage_collected_after_the_flow():
+    """No garbage collection while a flow runs; after it, torch's cache of the flow's modules cleared.
+
+    A flow allocates ~10^5 objects, many in reference cycles (modules, graphs, nodes) that live until
+    it ends: collections while it runs scan them again and again and free little, and promote them
+    to the older generations, whose collections also scan everything torch imported. After the flow
+    the first young collection frees its cycles at once. torch.ao.quantization.fx.utils caches each
+    module's device without bound (functools.cache on assert_and_get_unique_device): every model of
+    every flow of the run would stay alive, and make each full collection longer. The cache serves
+    the flow while it runs; no module of an ended flow is asked about again.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        assert_and_get_unique_device.cache_clear()
+        if enabled:
+            gc.enable()
+
+
 def run_flow(api: str, model: Model, float_model: nn.Module, config: BackendConfig, backend: Backend) -> dict:
     """What the flow produced at each step, and the type of the exception that stopped it (or None)."""
     record: dict = {}
-    with _quantized_engine(backend.engine), _no_stack_traces():
+    with _quantized_engine(backend.engine), _no_stack_traces(), _garbage_collected_after_the_flow():
         try:
             FLOWS[api](record, copy.deepcopy(float_model), model.batches(), config, backend.mapping(api, model))
         except Exception as exc:  # compared, not swallowed: the other config must raise the same type
@@ -869,6 +893,16 @@ def _one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _imports_out_of_full_collections():
+    """What exists before the flows (torch, pytest, the test modules: ~2*10^5 objects) lives to the
+    end of the run: kept out of the garbage collector's scans while this module runs."""
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
 
 
 def _case(backend: Backend, model: Model, api: str):
