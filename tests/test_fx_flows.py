@@ -1,8 +1,9 @@
 """The generated BackendConfigs drive torch's FX quantization exactly as torch's own builders do.
 
 test_equivalence.py compares the configs field by field; this file compares what they do. Each case
-runs one flow twice, on deep copies of one seeded float model and on the same seeded inputs: once with
-the generated builder's config, once with torch's. After every step of the flow the two runs must agree
+runs one flow twice, each on its own build of one seeded float model (bit-identical: building is
+cheaper than deep-copying) and on the same seeded inputs: once with the generated builder's config,
+once with torch's. After every step of the flow the two runs must agree
 on everything a config decides:
 
 * the code and graph of the GraphModule (fusions, observer and quantize/dequantize placement, lowering);
@@ -750,11 +751,14 @@ def _garbage_collected_after_the_flow():
 
 
 def run_flow(api: str, model: Model, float_model: nn.Module, config: BackendConfig, backend: Backend) -> dict:
-    """What the flow produced at each step, and the type of the exception that stopped it (or None)."""
+    """What the flow produced at each step, and the type of the exception that stopped it (or None).
+
+    float_model is the flow's own: the flow changes it.
+    """
     record: dict = {}
     with _quantized_engine(backend.engine), _no_stack_traces(), _garbage_collected_after_the_flow():
         try:
-            FLOWS[api](record, copy.deepcopy(float_model), model.batches(), config, backend.mapping(api, model))
+            FLOWS[api](record, float_model, model.batches(), config, backend.mapping(api, model))
         except Exception as exc:  # compared, not swallowed: the other config must raise the same type
             return {"raised": type(exc), "steps": record}
     return {"raised": None, "steps": record}
@@ -792,10 +796,9 @@ def differences(ours, theirs, path="result") -> list[str]:
 
 
 def flow_results(api: str, model: Model, backend: Backend, ours: BackendConfig, theirs: BackendConfig):
-    """(ours, theirs): run_flow with each config on deep copies of one seeded model."""
+    """(ours, theirs): run_flow with each config, each on its own build of the seeded model."""
     with torch.random.fork_rng(devices=[]):  # the seeds set here stay out of other tests
-        float_model = model.build()
-        return run_flow(api, model, float_model, ours, backend), run_flow(api, model, float_model, theirs, backend)
+        return run_flow(api, model, model.build(), ours, backend), run_flow(api, model, model.build(), theirs, backend)
 
 
 def compare_flow(api: str, model: Model, backend: Backend, ours: BackendConfig, theirs: BackendConfig) -> list[str]:
