@@ -87,6 +87,7 @@ from torch.ao.quantization.quantize_fx import convert_fx, convert_to_reference_f
 
 from tests import shared_builds
 from tests.builders import BUILDERS, REFERENCED
+from tests.frozen_imports import imports_out_of_full_collections  # noqa: F401  (autouse)
 
 # torch.ao.quantization warns that it is deprecated, that quantized tensor creation is deprecated, and
 # about qconfigs it ignores (e.g. tanh without fixed qparams): the same warnings on both runs, by design.
@@ -896,16 +897,6 @@ def _one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _imports_out_of_full_collections():
-    """What exists before the flows (torch, pytest, the test modules: ~2*10^5 objects) lives to the
-    end of the run: kept out of the garbage collector's scans while this module runs."""
-    gc.collect()
-    gc.freeze()
-    yield
-    gc.unfreeze()
 
 
 def _case(backend: Backend, model: Model, api: str):
