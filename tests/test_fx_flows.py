@@ -1,8 +1,9 @@
 """The generated BackendConfigs drive torch's FX quantization exactly as torch's own builders do.
 
 test_equivalence.py compares the configs field by field; this file compares what they do. Each case
-runs one flow twice, on deep copies of one seeded float model and on the same seeded inputs: once with
-the generated builder's config, once with torch's. After every step of the flow the two runs must agree
+runs one flow twice, each on its own build of one seeded float model (bit-identical: building is
+cheaper than deep-copying) and on the same seeded inputs: once with the generated builder's config,
+once with torch's. After every step of the flow the two runs must agree
 on everything a config decides:
 
 * the code and graph of the GraphModule (fusions, observer and quantize/dequantize placement, lowering);
@@ -47,6 +48,7 @@ activations (qnnpack_symmetric, tensorrt) that the CPU kernels refuse to run (Ru
 import contextlib
 import copy
 import functools
+import gc
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,6 +78,7 @@ from torch.ao.quantization import (
     get_default_qconfig_mapping,
 )
 from torch.ao.quantization.backend_config import BackendConfig, DTypeConfig, ObservationType
+from torch.ao.quantization.fx.utils import assert_and_get_unique_device
 from torch.ao.quantization.qconfig_mapping import (
     _get_symmetric_qnnpack_qat_qconfig_mapping,
     _get_symmetric_qnnpack_qconfig_mapping,
@@ -84,6 +87,7 @@ from torch.ao.quantization.quantize_fx import convert_fx, convert_to_reference_f
 
 from tests import shared_builds
 from tests.builders import BUILDERS, REFERENCED
+from tests.frozen_imports import imports_out_of_full_collections  # noqa: F401  (autouse)
 
 # torch.ao.quantization warns that it is deprecated, that quantized tensor creation is deprecated, and
 # about qconfigs it ignores (e.g. tanh without fixed qparams): the same warnings on both runs, by design.
@@ -725,12 +729,37 @@ def _no_stack_traces():
         torch.fx.config.do_not_emit_stack_traces = previous
 
 
+@contextlib.contextmanager
+def _garbage_collected_after_the_flow():
+    """No garbage collection while a flow runs; after it, torch's cache of the flow's modules cleared.
+
+    A flow allocates ~10^5 objects, many in reference cycles (modules, graphs, nodes) that live until
+    it ends: collections while it runs scan them again and again and free little, and promote them
+    to the older generations, whose collections also scan everything torch imported. After the flow
+    the first young collection frees its cycles at once. torch.ao.quantization.fx.utils caches each
+    module's device without bound (functools.cache on assert_and_get_unique_device): every model of
+    every flow of the run would stay alive, and make each full collection longer. The cache serves
+    the flow while it runs; no module of an ended flow is asked about again.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        assert_and_get_unique_device.cache_clear()
+        if enabled:
+            gc.enable()
+
+
 def run_flow(api: str, model: Model, float_model: nn.Module, config: BackendConfig, backend: Backend) -> dict:
-    """What the flow produced at each step, and the type of the exception that stopped it (or None)."""
+    """What the flow produced at each step, and the type of the exception that stopped it (or None).
+
+    float_model is the flow's own: the flow changes it.
+    """
     record: dict = {}
-    with _quantized_engine(backend.engine), _no_stack_traces():
+    with _quantized_engine(backend.engine), _no_stack_traces(), _garbage_collected_after_the_flow():
         try:
-            FLOWS[api](record, copy.deepcopy(float_model), model.batches(), config, backend.mapping(api, model))
+            FLOWS[api](record, float_model, model.batches(), config, backend.mapping(api, model))
         except Exception as exc:  # compared, not swallowed: the other config must raise the same type
             return {"raised": type(exc), "steps": record}
     return {"raised": None, "steps": record}
@@ -768,10 +797,9 @@ def differences(ours, theirs, path="result") -> list[str]:
 
 
 def flow_results(api: str, model: Model, backend: Backend, ours: BackendConfig, theirs: BackendConfig):
-    """(ours, theirs): run_flow with each config on deep copies of one seeded model."""
+    """(ours, theirs): run_flow with each config, each on its own build of the seeded model."""
     with torch.random.fork_rng(devices=[]):  # the seeds set here stay out of other tests
-        float_model = model.build()
-        return run_flow(api, model, float_model, ours, backend), run_flow(api, model, float_model, theirs, backend)
+        return run_flow(api, model, model.build(), ours, backend), run_flow(api, model, model.build(), theirs, backend)
 
 
 def compare_flow(api: str, model: Model, backend: Backend, ours: BackendConfig, theirs: BackendConfig) -> list[str]:
