@@ -56,7 +56,6 @@ from generator.compare import (
 )
 from generator.torch_names import describe_pattern
 from tests.builders import REFERENCED
-from tests.frozen_imports import imports_out_of_full_collections  # noqa: F401  (autouse)
 
 # Every reference builder (torch's), each compared with itself and mutated.
 BUILDERS: dict[str, Callable[[], BackendConfig]] = {b.id: b.theirs() for b in REFERENCED}

@@ -11,7 +11,6 @@ import pytest
 
 from tests.builders import BUILDERS
 from tests.custom_backends import checks
-from tests.frozen_imports import imports_out_of_full_collections  # noqa: F401  (autouse)
 
 UNREFERENCED = [b for b in BUILDERS if not b.reference]
 

@@ -22,7 +22,6 @@ from generator.compare import _pattern_key, compare_pattern_configs
 from generator.divergence import split_differences, torch_key
 from tests.builders import BUILDERS, GENERATED_MODULES, REFERENCED, _module_from_file, discover
 from tests.conftest import ROOT
-from tests.frozen_imports import imports_out_of_full_collections  # noqa: F401  (autouse)
 
 # ---------------------------------------------------------------------------
 # Equality with the reference

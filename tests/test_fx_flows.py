@@ -87,7 +87,6 @@ from torch.ao.quantization.quantize_fx import convert_fx, convert_to_reference_f
 
 from tests import shared_builds
 from tests.builders import BUILDERS, REFERENCED
-from tests.frozen_imports import imports_out_of_full_collections  # noqa: F401  (autouse)
 
 # torch.ao.quantization warns that it is deprecated, that quantized tensor creation is deprecated, and
 # about qconfigs it ignores (e.g. tanh without fixed qparams): the same warnings on both runs, by design.

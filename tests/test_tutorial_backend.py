@@ -32,7 +32,6 @@ from generator.compare import compare_backend_configs
 from tests.builders import discover
 from tests.conftest import ROOT, commit_all, copy_project
 from tests.custom_backends import checks
-from tests.frozen_imports import imports_out_of_full_collections  # noqa: F401  (autouse)
 from tests.shared_builds import built_once
 
 FIXTURE = ROOT / "tests" / "custom_backends" / "tutorial"
