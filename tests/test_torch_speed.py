@@ -119,8 +119,15 @@ def x86_says_where(tmp_path_factory):
     return worker_copy(tmp_path_factory, "x86-says-where", says_where)
 
 
+def without_kept_loads(project):
+    """The project with an empty model cache: every spec file must run again (else diff takes the loads
+    regenerate kept, running nothing)."""
+    shutil.rmtree(project / ".cache" / "generator" / "models", ignore_errors=True)
+    return project
+
+
 def test_diff_against_torch_runs_the_spec_once(x86_says_where, capsys) -> None:
-    project = x86_says_where
+    project = without_kept_loads(x86_says_where)
     assert cli.main(["--root", str(project), "diff", "--against-torch"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("no differences in ")
@@ -367,6 +374,7 @@ def test_diff_finds_each_side_s_spec_lines_in_a_child_process(x86_says_where, ca
     x86.write_text(x86.read_text().replace(LAYOUT_END, LAYOUT_END.replace("),", ") + [config(nn.SiLU, default)],"), 1))
     assert cli.main(["--root", str(project), "regenerate"]) == 0
     capsys.readouterr()
+    without_kept_loads(project)
     assert cli.main(["--root", str(project), "diff"]) == 1
     out, err = capsys.readouterr()
     assert re.fullmatch(r"x86: \+ pattern nn\.SiLU  \(spec/x86\.py:\d+\)\n", out), out  # the spec line came back
@@ -389,7 +397,7 @@ def fresh_process(project, *args: str) -> tuple[int, int, str, str]:
 
 
 def test_diff_against_torch_runs_the_spec_in_a_child_while_torch_imports(x86_says_where) -> None:
-    project = x86_says_where
+    project = without_kept_loads(x86_says_where)
     pid, code, out, err = fresh_process(project, "diff", "--against-torch")
     referenced = [b for b in discover(project) if b.reference is not None]  # no backend count written here
     assert (code, out) == (0, f"no differences in {len(referenced)} backends (torch -> generated)\n"), err
