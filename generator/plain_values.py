@@ -5,7 +5,9 @@ are spec code: its `__eq__`, `__hash__` or `__repr__` would run in later stages 
 rendering, the checks), outside the guard that runs spec code (generator/user_code.py), where
 what it prints reaches standard output and what it raises is no located error, and in
 whichever of a build's processes handles that module. Loading refuses such a value, at the
-spec line of the value that holds it, before anything else sees it.
+spec line of the value that holds it, before anything else sees it. So does it any value of another
+type than the model's own classes (a spec may build those by hand around objects of its own
+classes, or subclass them): its methods would run as late.
 """
 
 from __future__ import annotations
@@ -14,38 +16,54 @@ import dataclasses
 import operator
 import pickle
 
+from generator import model
 from generator.errors import SpecFieldError
 from generator.model import ModuleSpec, SourceLocation
 
 _PLAIN = frozenset({str, int, float, bool, bytes, type(None), SourceLocation})  # a location is the generator's
 _CONTAINERS = frozenset({tuple, list, frozenset, set})
 _BUILTIN_BASES = (bool, str, int, float, bytes, tuple, list, dict, frozenset, set)
+# The model's own classes, by exact type: a spec's subclass of one is spec code like any other class.
+_MODEL = frozenset(
+    kind for kind in vars(model).values()
+    if isinstance(kind, type) and kind.__module__ == model.__name__ and dataclasses.is_dataclass(kind)
+)  # fmt: skip
 _fields: dict[type, object] = {}
 
 
 def require_plain(module: ModuleSpec) -> None:
     """Raise SpecFieldError for the first value in `module` whose type subclasses a built-in one
-    (the model's own classes are frozen dataclasses, gone through field by field)."""
+    or is none of the model's own classes (frozen dataclasses, gone through field by field)."""
     if _all_plain(module):
         return
     found = _first_odd(module, located=True)  # rare: only then is the walk made, keeping locations
     if found is None:
         return
     kind, where = found
-    base = next(b for b in _BUILTIN_BASES if issubclass(kind, b)).__name__
-    raise SpecFieldError(
-        f"{kind.__name__} is a subclass of {base}, whose own code would run long after the spec; "
-        f"give a plain {base} ({base}(value))",
-        where,
-    )
+    name = _TYPE_NAME.__get__(kind)  # not kind.__name__: a spec's metaclass could run its code
+    base = next((b.__name__ for b in _BUILTIN_BASES if issubclass(kind, b)), None)
+    if base is None:
+        message = (
+            f"{name} is not a value the DSL makes, and its own code would run long after the spec; "
+            "give torch names, numbers, strings, tuples and the DSL's own values"
+        )
+    else:
+        message = (
+            f"{name} is a subclass of {base}, whose own code would run long after the spec; "
+            f"give a plain {base} ({base}(value))"
+        )
+    raise SpecFieldError(message, where)
+
+
+_TYPE_NAME = vars(type)["__name__"]
 
 
 def _all_plain(module: ModuleSpec) -> bool:
-    """Whether no value in `module` subclasses a built-in type: the walk of _first_odd, made by pickle.
+    """Whether every value in `module` is plain: the walk of _first_odd, made by pickle.
 
     A spec model is thousands of objects. The C pickler goes through containers and exact built-in
     values itself and hands every other object to `reducer_override`, which sees its type and goes
-    on into a dataclass's fields: three times faster than walking in Python. What it writes is
+    on into a model class's fields: three times faster than walking in Python. What it writes is
     thrown away. If pickling fails for any other reason, the walk decides.
     """
     try:
@@ -68,38 +86,33 @@ class _Discarded:
 
 class _Walker(pickle.Pickler):
     def reducer_override(self, value):
+        if value is tuple:
+            return NotImplemented  # the callable of each reduction below, written by name
         kind = type(value)  # type(), not isinstance: a spec class's __class__ could run its code
-        fields = _fields.get(kind, _UNSEEN)
-        if fields is _UNSEEN:
-            if kind is type:
-                return NotImplemented  # a class, written by name: pickle's own way never runs its code
-            if issubclass(kind, _BUILTIN_BASES):
-                raise _Odd  # exact built-in values never come here: the pickler writes them itself
-            fields = _fields_of(kind)
-        return (tuple, () if fields is None else (fields(value),))
+        if kind not in _MODEL:
+            raise _Odd  # exact built-in values never come here: the pickler writes them itself
+        return (tuple, (_fields_of(kind)(value),))
 
 
 _UNSEEN = object()
 
 
 def _fields_of(kind: type):
-    """A function giving a dataclass's field values as a tuple (none for a location, plain by
-    construction), or None for any other type."""
+    """A function giving the field values of one of the model's classes as a tuple (none for a
+    location, plain by construction)."""
     if kind not in _fields:
         if kind is SourceLocation:
             _fields[kind] = lambda item: ()
-        elif dataclasses.is_dataclass(kind):
+        else:
             names = tuple(f.name for f in dataclasses.fields(kind))
             _fields[kind] = operator.attrgetter(*names) if len(names) > 1 else (
                 lambda item, name=names[0]: (getattr(item, name),))  # fmt: skip
-        else:
-            _fields[kind] = None
     return _fields[kind]
 
 
 def _first_odd(module: ModuleSpec, located: bool = False):
-    """The type of the first value that subclasses a built-in type (with the location of what holds
-    it, when `located`), or None."""
+    """The type of the first value that is not plain (with the location of what holds it, when
+    `located`), or None."""
     walked: set[int] = set()
     stack: list = [(module, module.location)] if located else [module]
     while stack:
@@ -107,7 +120,7 @@ def _first_odd(module: ModuleSpec, located: bool = False):
         kind = type(value)  # type(), not isinstance: a spec class's __class__ could run its code
         if kind in _PLAIN:
             continue
-        if issubclass(kind, _BUILTIN_BASES) and kind not in _CONTAINERS and kind is not dict:
+        if kind not in _CONTAINERS and kind is not dict and kind not in _MODEL:
             return kind, where
         if id(value) in walked:
             continue
@@ -116,10 +129,8 @@ def _first_odd(module: ModuleSpec, located: bool = False):
             items = value
         elif kind is dict:
             items = [item for pair in value.items() for item in pair]
-        elif (fields := _fields_of(kind)) is not None:
-            items = fields(value)
-            where = getattr(value, "location", None) or where if located else None
         else:
-            continue
+            items = _fields_of(kind)(value)
+            where = getattr(value, "location", None) or where if located else None
         stack.extend(((item, where) for item in items) if located else items)
     return None
