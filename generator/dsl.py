@@ -243,7 +243,7 @@ def describe(value) -> str:
         return f"({', '.join(describe(v) for v in value)})"
     if isinstance(value, dict):
         return "a dict"
-    if isinstance(value, ModuleValue):
+    if type(value) is ModuleValue:  # not isinstance: a spec class's __class__ could claim to be one
         return "a Module(...)"
     if isinstance(value, model.Backend):
         return f"the Backend(name={value.name!r}, ...)"

@@ -147,8 +147,9 @@ def _load_one(root: Path, path: Path, observer: spec_reads.Observer) -> ModuleSp
     with observer.load() as read:
         with user_code.running(SpecExecutionError, f"loading {relative}", root, SourceLocation(relative, 1)):
             namespace = _import_spec(root, path.stem)
+            # Reading MODULE may run spec code too: a module's __getattr__, a value's properties.
+            module = _module_spec(root, path, relative, namespace)
         observer.note_file(str(path), read)
-    module = _module_spec(root, path, relative, namespace)
     plain_values.require_plain(module)
     return dataclasses.replace(module, read=tuple(sorted((name, observer.digests[name]) for name in read)))
 
@@ -157,7 +158,7 @@ def _module_spec(root: Path, path: Path, relative: str, namespace) -> ModuleSpec
     declared = getattr(namespace, "MODULE", None)
     if declared is None:
         raise SpecFieldError("spec file defines no `MODULE = Module(...)`", SourceLocation(relative, 1))
-    if not isinstance(declared, dsl.ModuleValue):
+    if type(declared) is not dsl.ModuleValue:  # not isinstance: a spec class's __class__ could claim to be one
         lines = [line for line, name in dsl._name_assignments(str(path)) if name == "MODULE"]
         message = f"MODULE must be a Module(...), not {dsl.describe(declared)}"
         raise SpecFieldError(message, SourceLocation(relative, max(lines, default=1)))

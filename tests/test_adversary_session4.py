@@ -1,0 +1,65 @@
+"""Adversarial specs against the promise that no spec code runs outside the user-code guard.
+
+A spec file is arbitrary Python: what it defines may run when the generator merely reads it.
+Whatever it does, standard output carries nothing of it and the run ends with one located
+error line, exit 2.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.fewer_specs import fixture_of_projects_with_only
+
+project_with_only = fixture_of_projects_with_only()
+
+# A spec module whose __getattr__ (PEP 562) is asked for the MODULE it lacks.
+_MODULE_GETATTR = """
+def __getattr__(name):
+    print("spec code, running outside the guard:", name)
+    raise AttributeError(name)
+"""
+
+# A MODULE that pretends, through a __class__ property, to be what Module(...) returns.
+_FAKE_MODULE = """
+from generator import dsl
+
+
+class Fake:
+    @property
+    def __class__(self):
+        print("spec code, running outside the guard: __class__")
+        return dsl.ModuleValue
+
+    @property
+    def name(self):
+        print("spec code, running outside the guard: name")
+        return "extra"
+
+    doc, backends, exports, dtype_configs = "x", (), (), ()
+
+
+MODULE = Fake()
+"""
+
+
+def run(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "generator", "--root", str(project), *args],
+                          cwd=project, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True)  # fmt: skip
+
+
+@pytest.mark.parametrize("source", [_MODULE_GETATTR, _FAKE_MODULE], ids=["module_getattr", "class_property"])
+def test_reading_a_spec_files_module_runs_its_code_in_the_guard(project_with_only, source):
+    project = project_with_only("qnnpack_pt2e")
+    (project / "spec" / "extra.py").write_text(source)
+    done = run(project, "check")
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith("error: spec/extra.py:"), done.stderr
+    assert "not a Module(...)" not in errors[0]  # the fake's __class__ fools isinstance, not the check
+    assert "Traceback" not in done.stderr
