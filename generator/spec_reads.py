@@ -25,6 +25,7 @@ import importlib.machinery
 import inspect
 import os
 import sys
+import types
 from pathlib import Path
 
 _GENERATOR_DIR = str(Path(__file__).resolve().parent) + os.sep
@@ -132,6 +133,8 @@ class Observer:
                 if self._is_local(module):
                     self.note_file(getattr(module, "__file__", None), read)  # e.g. an extension module
                     del sys.modules[name]
+                elif not _imported(name, module):
+                    del sys.modules[name]  # put there by the spec itself: state the next load must not see
             sys.modules.update(kept)
 
     def note_module(self, dotted: str, read: set[str]) -> None:
@@ -189,6 +192,8 @@ class Observer:
 
     def _is_local(self, module) -> bool:
         """A module of the project's own (spec.*, a helper), not the generator's or an installed one."""
+        if not issubclass(type(module), types.ModuleType):
+            return False  # not type(): whatever a spec put in sys.modules, its __getattr__ must not run here
         filename = getattr(module, "__file__", None)
         if isinstance(filename, str):
             if self._is_local_file(filename):
@@ -267,6 +272,15 @@ def note_read(filename: str) -> None:
     observer = _observer
     if observer is not None and observer._read is not None:
         observer.note_file(filename, observer._read)
+
+
+def _imported(name: str, module) -> bool:
+    """Whether a module entered sys.modules through the import system (which gives it a __spec__)
+    or as a package's own submodule (torch.ops, torch.backends: module objects torch makes itself,
+    without one), rather than being put there by the spec as a value."""
+    if not issubclass(type(module), types.ModuleType):
+        return False
+    return vars(module).get("__spec__") is not None or "." in name
 
 
 def _restore(namespace: dict, saved: dict) -> None:

@@ -63,3 +63,21 @@ def test_reading_a_spec_files_module_runs_its_code_in_the_guard(project_with_onl
     assert len(errors) == 1 and errors[0].startswith("error: spec/extra.py:"), done.stderr
     assert "not a Module(...)" not in errors[0]  # the fake's __class__ fools isinstance, not the check
     assert "Traceback" not in done.stderr
+
+
+def test_what_a_spec_puts_into_sys_modules_is_gone_for_the_next_load(project_with_only):
+    """native.py leaves an object in sys.modules and x86.py reads it: were it kept, x86's output
+    would depend on whether native's load ran in the same process or came from the model cache."""
+    project = project_with_only("native", "x86")
+    writer, reader = project / "spec" / "native.py", project / "spec" / "x86.py"
+    leave = 'import sys as _sys, types as _types\n_sys.modules["leaked"] = _types.SimpleNamespace(doc="seen")\n'
+    writer.write_text(leave + writer.read_text())
+    look = 'import sys as _sys\n_SEEN = getattr(_sys.modules.get("leaked"), "doc", "unseen")\n'
+    source = reader.read_text().replace("\nMODULE = Module(\n    doc=", "\nMODULE = Module(\n    doc=_SEEN + ", 1)
+    reader.write_text(look + source)
+    assert run(project, "regenerate").returncode == 0  # every load made: native's first
+    every_load_made = (project / "generated" / "x86.py").read_text()
+    reader.write_text(reader.read_text() + "# an edit: native's load now comes from the model cache\n")
+    assert run(project, "regenerate").returncode == 0
+    assert (project / "generated" / "x86.py").read_text() == every_load_made
+    assert "unseen" in every_load_made
