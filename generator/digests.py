@@ -101,6 +101,11 @@ def combined(inputs: dict[str, str]) -> str:
     return text_digest("".join(f"{name}\0{digest}\n" for name, digest in sorted(inputs.items())))
 
 
+# The "digest" of a project file a spec load looked for and did not find: its output depends on
+# that absence as much as on a file's bytes, and goes stale once the file appears.
+ABSENT = "absent"
+
+
 class InputsDigester:
     """The inputs of each generated file, as {name: digest}, reading each file only once.
 
@@ -116,7 +121,7 @@ class InputsDigester:
     def __init__(self, root: Path):
         self.root = root
         self._shared: dict[bool, dict[str, str]] = {}
-        self._digests: dict[str, str | None] = {}
+        self._digests: dict[str, str] = {}
 
     def inputs(self, read: dict[str, str]) -> dict[str, str]:
         """The inputs of a generated module whose spec load read the project files `read` {name: digest}."""
@@ -129,17 +134,14 @@ class InputsDigester:
         return inputs
 
     def project_files(self, names) -> dict[str, str]:
-        """The current digests of the named project files; a file that is gone has none."""
-        found = {}
+        """The current digests of the named project files; a file that is gone is ABSENT."""
         for name in names:
             if name not in self._digests:
                 try:
                     self._digests[name] = _file_digest(self.root / name)
                 except OSError:
-                    self._digests[name] = None
-            if self._digests[name] is not None:
-                found[name] = self._digests[name]
-        return found
+                    self._digests[name] = ABSENT
+        return {name: self._digests[name] for name in names}
 
     def is_shared(self, name: str) -> bool:
         """Whether an input is one that every module (or document) has, not a file a spec load read."""

@@ -28,7 +28,7 @@ import re
 import sys
 from pathlib import Path
 
-from generator import model
+from generator import digests, model
 from generator.model import ModuleSpec
 
 _FORMAT = b"model-cache 1"
@@ -93,11 +93,11 @@ class ModelCache:
     def _path(self, relative: str) -> Path:
         return self.folder / (re.sub(r"[^A-Za-z0-9_.-]", "_", relative) + ".pickle")
 
-    def _digest(self, name: str) -> str | None:
+    def _digest(self, name: str) -> str:
         try:
             return hashlib.sha256((self.root / name).read_bytes()).hexdigest()
         except OSError:
-            return None
+            return digests.ABSENT  # as spec_reads records a file a load looked for and missed
 
     def _checksum(self, body: bytes) -> bytes:
         digest = self._checksum_start()

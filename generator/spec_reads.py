@@ -28,6 +28,8 @@ import sys
 import types
 from pathlib import Path
 
+from generator import digests
+
 _GENERATOR_DIR = str(Path(__file__).resolve().parent) + os.sep
 # Folders of the project that hold no input: the generator's own output and caches.
 _NOT_INPUTS = (".git", ".cache", "generated", "__pycache__")
@@ -171,8 +173,10 @@ class Observer:
             try:
                 with open(filename, "rb") as stream:
                     self.digests[relative] = hashlib.sha256(stream.read()).hexdigest()
+            except FileNotFoundError:
+                self.digests[relative] = digests.ABSENT  # looked for: its appearing changes the output
             except OSError:
-                return  # a folder, or gone already: nothing that was read
+                return  # a folder: nothing that was read
             finally:
                 self._busy = False
         read.add(relative)

@@ -81,3 +81,29 @@ def test_what_a_spec_puts_into_sys_modules_is_gone_for_the_next_load(project_wit
     assert run(project, "regenerate").returncode == 0
     assert (project / "generated" / "x86.py").read_text() == every_load_made
     assert "unseen" in every_load_made
+
+
+_OPTIONAL_FILE = '''import os as _os
+
+try:
+    with open(_os.path.join(_os.path.dirname(__file__), "x86_doc.txt")) as _file:
+        _DOC = _file.read().strip()
+except FileNotFoundError:
+    _DOC = "no doc file"
+'''
+
+
+def test_a_file_a_load_looked_for_and_missed_is_an_input_once_it_appears(project_with_only):
+    """x86.py reads spec/x86_doc.txt if there is one: a load that found none depends on its absence."""
+    project = project_with_only("x86")
+    spec = project / "spec" / "x86.py"
+    source = spec.read_text().replace("\nMODULE = Module(\n    doc=", "\nMODULE = Module(\n    doc=_DOC + ", 1)
+    spec.write_text(_OPTIONAL_FILE + source)
+    assert run(project, "regenerate").returncode == 0
+    assert "no doc file" in (project / "generated" / "x86.py").read_text()
+    (project / "spec" / "x86_doc.txt").write_text("from the doc file")
+    done = run(project, "check")
+    assert done.returncode == 1, done.stdout + done.stderr  # stale: the file it looked for is there now
+    assert run(project, "regenerate").returncode == 0
+    assert "from the doc file" in (project / "generated" / "x86.py").read_text()
+    assert run(project, "check").returncode == 0
