@@ -33,6 +33,9 @@ _OPERATORS = {
     ast.UAdd: operator.pos,
 }
 _MAX_DEPTH = 8  # `**A` whose A holds `**B` ...: deeper chains keep the repr
+# No bound is an int this large: nested powers of small exponents would grow past it for hours,
+# and Python refuses the repr of an int over 4,300 digits.
+_MAX_BITS = 1024
 
 
 def evaluate(text: str) -> int | float | None:
@@ -51,10 +54,18 @@ def _value(node):
         return _OPERATORS[type(node.op)](_value(node.operand))
     if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
         left, right = _value(node.left), _value(node.right)
-        if isinstance(node.op, ast.Pow) and abs(right) > 64:
+        if isinstance(node.op, ast.Pow) and (abs(right) > 64 or _bits(left) * abs(right) > _MAX_BITS):
             raise ValueError("exponent too large")  # a spelling, not a computation
-        return _OPERATORS[type(node.op)](left, right)
+        result = _OPERATORS[type(node.op)](left, right)
+        if _bits(result) > _MAX_BITS:
+            raise ValueError("number too large")
+        return result
     raise ValueError("not an arithmetic expression of number literals")
+
+
+def _bits(number) -> int:
+    """An int's size in bits; 0 for a float (its own range bounds it)."""
+    return number.bit_length() if isinstance(number, int) else 0
 
 
 def proven(value, text: str | None) -> str | None:

@@ -107,3 +107,24 @@ def test_a_file_a_load_looked_for_and_missed_is_an_input_once_it_appears(project
     assert run(project, "regenerate").returncode == 0
     assert "from the doc file" in (project / "generated" / "x86.py").read_text()
     assert run(project, "check").returncode == 0
+
+
+def test_a_spelling_too_large_to_be_a_bound_is_not_computed():
+    """Each power's exponent is small, yet nested they would take hours (five levels) or give an int
+    whose repr Python refuses (over 4,300 digits)."""
+    from generator import number_spelling
+
+    assert number_spelling.evaluate("((10**64)**64)**2") is None
+    assert number_spelling.evaluate("((((((10**64)**64)**64)**64)**64)**64)") is None
+    assert number_spelling.evaluate("2**-12") == 2**-12 and number_spelling.evaluate("(2**64)**15") == 2**960
+
+
+def test_a_helper_no_spec_imports_does_not_break_a_numbers_spelling(project_with_only):
+    """Spellings of `**NAME` are looked up in every spec/ file: an unimported one may assign NAME too."""
+    project = project_with_only("qnnpack")
+    before = (project / "generated" / "qnnpack.py").read_text()
+    stray = "WEIGHT_QINT8_NEG_127_TO_127_SCALE_MIN_2_NEG_12 = dict(quant_max_upper_bound=((10**64)**64)**2)\n"
+    (project / "spec" / "_aaa.py").write_text(stray)
+    done = run(project, "regenerate", "--force")
+    assert done.returncode == 0, done.stderr
+    assert (project / "generated" / "qnnpack.py").read_text() == before
