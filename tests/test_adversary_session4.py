@@ -83,14 +83,14 @@ def test_what_a_spec_puts_into_sys_modules_is_gone_for_the_next_load(project_wit
     assert "unseen" in every_load_made
 
 
-_OPTIONAL_FILE = '''import os as _os
+_OPTIONAL_FILE = """import os as _os
 
 try:
     with open(_os.path.join(_os.path.dirname(__file__), "x86_doc.txt")) as _file:
         _DOC = _file.read().strip()
 except FileNotFoundError:
     _DOC = "no doc file"
-'''
+"""
 
 
 def test_a_file_a_load_looked_for_and_missed_is_an_input_once_it_appears(project_with_only):
