@@ -12,6 +12,7 @@ import builtins
 import contextlib
 import dataclasses
 import difflib
+import gc
 import hashlib
 import importlib
 import importlib.machinery
@@ -144,14 +145,42 @@ def load_modules(root: Path, exclude: Path | None = None, reuse: bool = False, k
 
 def _load_one(root: Path, path: Path, observer: spec_reads.Observer) -> ModuleSpec:
     relative = str(path.relative_to(root))
-    with observer.load() as read:
-        with user_code.running(SpecExecutionError, f"loading {relative}", root, SourceLocation(relative, 1)):
-            namespace = _import_spec(root, path.stem)
-            # Reading MODULE may run spec code too: a module's __getattr__, a value's properties.
-            module = _module_spec(root, path, relative, namespace)
-        observer.note_file(str(path), read)
+    with user_code.running(SpecExecutionError, f"loading {relative}", root, SourceLocation(relative, 1)):
+        with _finalizers_in_the_guard():
+            with observer.load() as read:
+                namespace = _import_spec(root, path.stem)
+                # Reading MODULE may run spec code too: a module's __getattr__, a value's properties.
+                module = _module_spec(root, path, relative, namespace)
+                observer.note_file(str(path), read)
+            del namespace
     plain_values.require_plain(module)
     return dataclasses.replace(module, read=tuple(sorted((name, observer.digests[name]) for name in read)))
+
+
+@contextlib.contextmanager
+def _finalizers_in_the_guard():
+    """Free what the load leaves behind before its guard ends: a spec object's __del__ is spec code.
+
+    The spec module dies with the load, mostly as a reference cycle (its functions hold its
+    namespace) that the collector would free in whichever later stage it next ran, where what
+    __del__ prints would reach standard output. What a __del__ raises, Python would print as a
+    traceback and go on; here it is the load's error. The heap from before the load is frozen
+    meanwhile, so that the collection looks only at what the load made (not at torch's modules).
+    """
+    unraisable = []
+    saved, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    freezing = gc.get_freeze_count() == 0  # else a caller (the test session) froze its own heap
+    if freezing:
+        gc.freeze()
+    try:
+        yield
+        gc.collect()
+    finally:
+        sys.unraisablehook = saved
+        if freezing:
+            gc.unfreeze()
+    if unraisable:
+        raise unraisable[0].exc_value
 
 
 def _module_spec(root: Path, path: Path, relative: str, namespace) -> ModuleSpec:

@@ -128,3 +128,32 @@ def test_a_helper_no_spec_imports_does_not_break_a_numbers_spelling(project_with
     done = run(project, "regenerate", "--force")
     assert done.returncode == 0, done.stderr
     assert (project / "generated" / "qnnpack.py").read_text() == before
+
+
+_FINALIZER = """
+
+class _Noisy:
+    def __del__(self):
+        print("spec code, running outside the guard: __del__")
+        {raise_}
+
+
+_kept = _Noisy()
+"""
+
+
+@pytest.mark.parametrize("raise_", ["", "raise ValueError('late')"], ids=["prints", "raises"])
+def test_a_spec_objects_finalizer_runs_in_the_guard(project_with_only, raise_):
+    """A spec module's namespace dies with its load, mostly as a reference cycle that the garbage
+    collector frees whenever it next runs: any later stage, where __del__ would write to stdout."""
+    project = project_with_only("x86")
+    spec = project / "spec" / "x86.py"
+    spec.write_text(spec.read_text() + _FINALIZER.format(raise_=raise_))
+    for command in (["regenerate", "--force"], ["check", "--full"]):
+        done = run(project, *command)
+        assert "__del__" not in done.stdout, command
+        assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, command
+        if raise_:
+            errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+            assert done.returncode == 2 and len(errors) == 1, done.stderr
+            assert errors[0].startswith("error: spec/x86.py:") and "ValueError: late" in errors[0]
