@@ -33,6 +33,20 @@ def collect_rarely() -> None:
     gc.set_threshold(*_THRESHOLDS, gc.get_threshold()[2])
 
 
+# Whether the process froze what it held for good (freeze_for_good): spec loads then must not unfreeze.
+frozen_for_good = False
+
+
+def freeze_for_good() -> None:
+    """Collect, then keep what the process holds now out of every later collection (a long-lived
+    process that runs the generator many times: the test session). A spec load then collects only
+    the young generations it made (spec_loading), instead of freezing and unfreezing around itself."""
+    global frozen_for_good
+    gc.collect()
+    gc.freeze()
+    frozen_for_good = True
+
+
 def release_freed_memory() -> None:
     """Return freed heap memory to the system where the C library can (glibc's malloc_trim); else nothing."""
     if not sys.platform.startswith("linux"):

@@ -166,15 +166,18 @@ def _finalizers_in_the_guard():
     __del__ prints would reach standard output. What a __del__ raises, Python would print as a
     traceback and go on; here it is the load's error. The heap from before the load is frozen
     meanwhile, so that the collection looks only at what the load made (not at torch's modules).
+    A caller that froze its own heap (the test session: unfreezing would thaw it too) gets the
+    young generations collected, which hold what the load made unless it outgrew them: a full
+    collection would walk everything the caller made since.
     """
     unraisable = []
     saved, sys.unraisablehook = sys.unraisablehook, unraisable.append
-    freezing = gc.get_freeze_count() == 0  # else a caller (the test session) froze its own heap
+    freezing = not heap.frozen_for_good  # (gc.get_freeze_count() would walk the frozen heap: a ms per call)
     if freezing:
         gc.freeze()
     try:
         yield
-        gc.collect()
+        gc.collect() if freezing else gc.collect(1)
     finally:
         sys.unraisablehook = saved
         if freezing:

@@ -69,6 +69,20 @@ def index_of(source: bytes, filename: str | Path) -> SyntaxIndex:
     return found
 
 
+# What forget() keeps: the trees of files of this much source in all (about 15 MB of trees). A spec
+# of ordinary size stays parsed for the next run in this process (the tests run the generator
+# hundreds of times in one); a large one is freed, for its process and its formatting workers.
+_KEPT_SOURCE_BYTES = 256 * 1024
+
+
 def forget() -> None:
-    """Drop every kept index: a large spec's tree holds about 60 bytes of memory per byte of source."""
+    """Drop the kept indexes, but those of small files within _KEPT_SOURCE_BYTES: a large spec's tree holds
+    about 60 bytes of memory per byte of source."""
+    kept, size = {}, 0
+    for source, found in _indexes.items():
+        size += len(source)
+        if size > _KEPT_SOURCE_BYTES:
+            break
+        kept[source] = found
     _indexes.clear()
+    _indexes.update(kept)

@@ -1,6 +1,5 @@
 """Shared fixtures. torch needs its backend_config.utils imported before builders run."""
 
-import gc
 import shutil
 import subprocess
 import sys
@@ -24,8 +23,7 @@ def pytest_collection_finish(session):
     torch, pytest and the test modules hold by now: each full collection would walk it again (the FX
     flows alone ran 25 of them, 5 s)."""
     heap.collect_rarely()
-    gc.collect()
-    gc.freeze()
+    heap.freeze_for_good()
 
 
 def git(project: Path, *args: str) -> str:
