@@ -94,9 +94,6 @@ class _Walker(pickle.Pickler):
         return (tuple, (_fields_of(kind)(value),))
 
 
-_UNSEEN = object()
-
-
 def _fields_of(kind: type):
     """A function giving the field values of one of the model's classes as a tuple (none for a
     location, plain by construction)."""
