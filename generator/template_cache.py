@@ -8,6 +8,11 @@ the same environment settings, and when its own checksum holds: an edited
 template is compiled again, and a truncated or corrupt file is ignored and
 replaced. Like the interpreter's __pycache__, a file written on purpose to hold
 other code is not detected; the cache is a build directory, not an input.
+
+A file is named after the template's name in templates/, not its absolute path
+(Jinja2's default key): a project moved or copied elsewhere keeps its compiled
+templates. The code's file name, which Jinja2 reports template errors by, is
+set to where the template is now as the code is loaded.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import hashlib
 import marshal
 import sys
 from pathlib import Path
+from types import CodeType
 
 import jinja2
 from jinja2.bccache import Bucket
@@ -48,6 +54,16 @@ class TemplateBytecodeCache(jinja2.BytecodeCache):
 
     def __init__(self, folder: Path):
         self.folder = folder
+
+    def get_cache_key(self, name: str, filename: str | None = None) -> str:
+        """The template's name alone (module.py.j2, functions/x.py.j2): one cache folder serves one templates/."""
+        return hashlib.sha256(name.encode()).hexdigest()
+
+    def get_bucket(self, environment: jinja2.Environment, name: str, filename: str | None, source: str) -> Bucket:
+        bucket = super().get_bucket(environment, name, filename, source)
+        if bucket.code is not None and filename is not None and bucket.code.co_filename != filename:
+            bucket.code = _located_at(bucket.code, filename)  # compiled where the project was before
+        return bucket
 
     def load_bytecode(self, bucket: Bucket) -> None:
         try:
@@ -84,3 +100,9 @@ class TemplateBytecodeCache(jinja2.BytecodeCache):
             )
         )
         return hashlib.sha256(setup.encode() + b"\0" + code).digest()
+
+
+def _located_at(code: CodeType, filename: str) -> CodeType:
+    """The same code, with its functions', as compiled from `filename`."""
+    consts = tuple(_located_at(c, filename) if isinstance(c, CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)

@@ -12,7 +12,7 @@ from generator import cli, pipeline
 from generator.expansion import torch_refs
 from generator.model import TorchRef
 from tests.builders import GENERATED_MODULES
-from tests.conftest import ROOT, copy_project
+from tests.conftest import ROOT, copy_inputs, copy_project
 from tests.fewer_specs import fixture_of_projects_with_only
 from tests.shared_builds import worker_copy
 
@@ -110,6 +110,52 @@ def test_an_edited_template_is_compiled_again(forced):
     regenerate(project)
     for module in GENERATED_MODULES:
         assert "# edited by a test\n" in (project / "generated" / f"{module}.py").read_text(), module
+
+
+def _file_names(code) -> set[str]:
+    """The file names of a code object and of every function compiled into it."""
+    inner = [c for c in code.co_consts if isinstance(c, type(code))]
+    return {code.co_filename}.union(*map(_file_names, inner))
+
+
+def test_compiled_templates_serve_the_project_copied_to_another_folder(tmp_path, monkeypatch):
+    """Compiled templates are kept by template name: a copy of the project elsewhere compiles none, and each
+    one's code is what compiling it there gives, down to the file name that template errors are located by."""
+    import jinja2
+
+    from generator import rendering
+
+    first = copy_inputs(tmp_path / "first")
+    rendering.preload(first / "templates", pipeline.cache_folder(first))
+    second = tmp_path / "second"
+    shutil.copytree(first, second)
+    fresh = copy_inputs(tmp_path / "fresh")  # no cache: compiled here
+    compile_template = jinja2.Environment.compile
+    compiled = []
+
+    def counted_compile(env, *args):
+        compiled.append(args)
+        return compile_template(env, *args)
+
+    monkeypatch.setattr(jinja2.Environment, "compile", counted_compile)
+    rendering.preload(second / "templates", pipeline.cache_folder(second))
+    assert compiled == []
+    env = rendering.make_environment(second / "templates")
+    names = env.list_templates(extensions=["j2"])
+    assert len(names) >= 2
+    for name in names:
+        filename = str(second / "templates" / name)
+        source = (second / "templates" / name).read_text()
+        code = env.bytecode_cache.get_bucket(env, name, filename, source).code
+        here = compile_template(env, source, name, filename)
+        assert code == here and _file_names(code) == _file_names(here) == {filename}, name
+
+    def undefined_location(project):  # every variable of the module template left undefined
+        with pytest.raises(jinja2.UndefinedError) as raised:
+            rendering.make_environment(project / "templates").get_template("module.py.j2").render()
+        return rendering._template_error(raised.value, project / "templates").location
+
+    assert undefined_location(second) == undefined_location(fresh) is not None
 
 
 def every_ref(value):
