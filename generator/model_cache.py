@@ -37,10 +37,13 @@ _GENERATOR_DIR = Path(__file__).resolve().parent
 
 
 class ModelCache:
-    """The kept loads of one project."""
+    """The kept loads of one project; `files`, where the spec files to look up are (the project's own by
+    default; a revision's, extracted elsewhere, for `diff --rev`): an entry serves them when every file
+    its load read has the same digest there."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, files: Path | None = None):
         self.root = root
+        self.files = root if files is None else files
         self.folder = root / ".cache" / "generator" / "models"
         self._setup: bytes | None = None
 
@@ -70,6 +73,7 @@ class ModelCache:
 
     def keep(self, module: ModuleSpec) -> None:
         """Keep a load that just ran; a cache that cannot be written only costs time on the next run."""
+        assert self.files == self.root, "only the project's own loads are kept"
         temporary = None
         try:
             header = json.dumps([module.spec_file, [list(pair) for pair in module.read]]).encode()
@@ -95,7 +99,7 @@ class ModelCache:
 
     def _digest(self, name: str) -> str:
         try:
-            return hashlib.sha256((self.root / name).read_bytes()).hexdigest()
+            return hashlib.sha256((self.files / name).read_bytes()).hexdigest()
         except OSError:
             return digests.ABSENT  # as spec_reads records a file a load looked for and missed
 

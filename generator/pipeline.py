@@ -22,10 +22,11 @@ from generator.planning import Target
 from generator.rendering import render_matrix, render_module
 
 
-def load(root: Path, validate: bool, reuse: bool = False) -> list[ExpandedModule]:
+def load(root: Path, validate: bool, reuse: bool = False, cache_of: Path | None = None) -> list[ExpandedModule]:
     """Load and expand every spec module; `validate` checks torch names (may import torch); `reuse`
-    takes unchanged spec files' loads from the model cache (spec_loading.load_modules)."""
-    modules = spec_loading.load_modules(root, reuse=reuse)
+    takes unchanged spec files' loads from the model cache (of `cache_of`, when given: see
+    spec_loading.load_modules)."""
+    modules = spec_loading.load_modules(root, reuse=reuse, cache_of=cache_of)
     if validate:
         resolution.validate(modules, root)
     expanded = [expand_module(m) for m in modules]

@@ -491,7 +491,9 @@ def _side_locations(side: Side) -> dict[str, dict[str, str]]:
     with tempfile.TemporaryDirectory(prefix="generator-review-") as folder:
         if not _extract(side, Path(folder), ("spec",)):
             return {}  # the revision has no spec/: its patterns keep no spec lines
-        return spec_locations(Path(folder))
+        # A revision's spec file that reads what a kept load read (most of them, after a one-file edit)
+        # is not executed again either.
+        return spec_locations(Path(folder), reuse=True, cache_of=side.root)
 
 
 def _extract(side: Side, folder: Path, paths: tuple[str, ...]) -> bool:
@@ -596,10 +598,10 @@ def _as_committed(root: Path, target: planning.Target, recorded: manifest.Manife
 
 
 def spec_locations(
-    root: Path, loaded: list[ModuleSpec] | None = None, reuse: bool = False
+    root: Path, loaded: list[ModuleSpec] | None = None, reuse: bool = False, cache_of: Path | None = None
 ) -> dict[str, dict[str, str]]:
     """{backend label: {pattern as the diff names it: spec line}}, from the spec under `root` (`loaded`, if given;
-    `reuse`: loads from the model cache where the spec files are unchanged).
+    `reuse`: loads from the model cache, `cache_of`'s if given, where the spec files are unchanged).
 
     A single op's line is where the op is named (in an op list shared by many
     backends, the list entry); a fused pattern's is its config() call.
@@ -615,7 +617,7 @@ def spec_locations(
         if loaded is None:
             from generator import pipeline
 
-            modules = pipeline.load(root, validate=False, reuse=reuse)
+            modules = pipeline.load(root, validate=False, reuse=reuse, cache_of=cache_of)
         else:  # what pipeline.load does after loading (without importing Jinja2 and black)
             modules = [expand_module(m) for m in loaded]
             check_dtype_config_declarations(modules)

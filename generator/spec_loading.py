@@ -107,7 +107,9 @@ def _code_cache(project_prefix: str, path: str) -> Path:
     return Path(project_prefix) / ".cache" / "generator" / "code" / f"code-project-{name}.bin"
 
 
-def load_modules(root: Path, exclude: Path | None = None, reuse: bool = False, keep: bool = False) -> list[ModuleSpec]:
+def load_modules(
+    root: Path, exclude: Path | None = None, reuse: bool = False, keep: bool = False, cache_of: Path | None = None
+) -> list[ModuleSpec]:
     """Execute every spec file (but `exclude`, one `import` is about to replace) and return their modules.
 
     Each module records the project files its load read (`ModuleSpec.read`), and
@@ -115,11 +117,14 @@ def load_modules(root: Path, exclude: Path | None = None, reuse: bool = False, k
     output (see generator/spec_reads.py). With `reuse`, a spec file none of whose
     recorded reads changed is not executed: its last load is taken from the
     model cache (generator/model_cache.py). With `keep`, every load made is kept there.
+    `cache_of` is the project whose model cache serves a spec extracted elsewhere (a revision's, for
+    `diff --rev`): an entry serves a file whose recorded reads are the same under `root`. Nothing is kept then.
     """
     root = root.resolve()
     exclude = exclude.resolve() if exclude is not None else None
     observer = spec_reads.Observer(root)
-    cache = model_cache.ModelCache(root)
+    cache = model_cache.ModelCache(root) if cache_of is None else model_cache.ModelCache(cache_of.resolve(), root)
+    keep = keep and cache_of is None
     modules, made = [], []
     with spec_context(root):
         for path in spec_files(root):

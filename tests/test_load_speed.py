@@ -12,7 +12,7 @@ from generator import cli, pipeline
 from generator.expansion import torch_refs
 from generator.model import TorchRef
 from tests.builders import GENERATED_MODULES
-from tests.conftest import ROOT, copy_inputs, copy_project
+from tests.conftest import ROOT, commit_all, copy_inputs, copy_project
 from tests.fewer_specs import fixture_of_projects_with_only
 from tests.shared_builds import worker_copy
 
@@ -300,6 +300,44 @@ def test_import_and_diff_take_unchanged_spec_files_from_the_model_cache(counted,
         spec.write("# an edit\n")
     assert here(capfd, counted, "import", builder, "--name", "mine").returncode == 0
     assert runs(counted) == 2  # an edited file is executed, as regenerate would
+
+
+def test_diff_of_a_revision_takes_its_unchanged_spec_files_from_the_project_s_model_cache(counted, capfd):
+    """diff --rev loads the revision's spec (extracted elsewhere) for its spec lines: a file whose recorded
+    reads are the same there as in a kept load is not executed; one that differs is. Either way the diff
+    says what it says with no model cache at all."""
+    log = counted / "fbgemm-runs.log"
+    fbgemm = counted / "spec" / "fbgemm.py"
+    counting = "_pathlib.Path(__file__).parent.parent / 'fbgemm-runs.log'"
+    counting_here = fbgemm.read_text().replace(counting, f"_pathlib.Path({str(log)!r})")
+    fbgemm.write_text(counting_here)  # the revision's copy, extracted elsewhere, counts its runs here too
+    regenerated_here(capfd, counted)
+    commit_all(counted)
+    x86 = counted / "spec" / "x86.py"
+    x86.write_text(x86.read_text().replace("default=default,", "default=weighted,", 1))
+    regenerated_here(capfd, counted)
+    before = runs(counted)
+
+    def diffs_alike_without_a_cache(executed_with_the_cache: int) -> None:
+        done = here(capfd, counted, "diff", "--rev", "HEAD")
+        assert done.returncode == 1, done.stderr
+        assert "x86:" in done.stdout and "spec/" in done.stdout  # the changed patterns, with their spec lines
+        assert runs(counted) == before + executed_with_the_cache
+        kept = counted / ".cache" / "generator" / "models"
+        shutil.copytree(kept, counted / "kept-models")
+        shutil.rmtree(kept)
+        uncached = here(capfd, counted, "diff", "--rev", "HEAD")
+        assert (uncached.returncode, uncached.stdout, uncached.stderr) == (done.returncode, done.stdout, done.stderr)
+        assert runs(counted) == before + executed_with_the_cache + 2  # without it, both sides executed fbgemm.py
+        if kept.exists():
+            shutil.rmtree(kept)
+        shutil.move(counted / "kept-models", kept)
+
+    diffs_alike_without_a_cache(0)  # fbgemm.py is the same in HEAD as in its kept load
+    fbgemm.write_text("# a line that moves every other one\n" + counting_here)
+    regenerated_here(capfd, counted)
+    before = runs(counted)
+    diffs_alike_without_a_cache(1)  # HEAD's fbgemm.py is not the kept load's: the revision's side executes it
 
 
 def _kept(project, relative="spec/fbgemm.py"):
