@@ -59,15 +59,21 @@ def copy_project(destination: Path) -> Path:
     need not import torch (seconds) just to validate names it already knows,
     its format cache, so that black formats only what a test changes (a
     cache entry can only make a run faster, never different: tests/test_formatting.py),
-    and its check memo, so that the static checks of a generated module (a third of a
+    its check memo, so that the static checks of a generated module (a third of a
     forced regenerate's CPU) run only on texts a test changes: an entry skips them only
-    for the very text, names and checking code that passed them (tests/test_load_speed.py).
+    for the very text, names and checking code that passed them (tests/test_load_speed.py),
+    and its compiled templates, which serve any copy of the same templates (tests/test_load_speed.py).
     """
-    copy_inputs(destination)
+    return with_session_caches(copy_inputs(destination))
+
+
+def with_session_caches(project: Path) -> Path:
+    """The session's caches (session_caches) put into project's cache folder, each where the warm build left it."""
     for cache_file in session_caches():
-        (destination / ".cache" / "generator").mkdir(parents=True, exist_ok=True)
-        shutil.copy(cache_file, destination / ".cache" / "generator" / cache_file.name)
-    return destination
+        relative = Path(*cache_file.parts[cache_file.parts.index(".cache") + 2 :])
+        (project / ".cache" / "generator" / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(cache_file, project / ".cache" / "generator" / relative)
+    return project
 
 
 def warm(project: Path) -> None:
@@ -87,7 +93,7 @@ def session_caches() -> list[Path]:
     if not shared_builds.SESSION_CACHE:
         project = shared_builds.built_once(shared_builds.SESSION_FACTORY[0], "warm-caches", warm)
         # Not the lint cache: tests see a first run's lint.
-        for kind in ("torch-names-*.json", "format-*.json", "checked-*.bin"):
+        for kind in ("torch-names-*.json", "format-*.json", "checked-*.bin", "templates/*.bin"):
             shared_builds.SESSION_CACHE.extend(sorted((project / ".cache" / "generator").glob(kind)))
         assert shared_builds.SESSION_CACHE, "the warm build wrote no cache"
     return shared_builds.SESSION_CACHE

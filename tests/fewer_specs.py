@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from generator import cli
-from tests.conftest import copy_project, session_caches
+from tests.conftest import copy_project, with_session_caches
 from tests.shared_builds import built_once
 
 
@@ -29,9 +29,7 @@ def _reduced(folder: Path, names: tuple[str, ...]) -> None:
     shutil.rmtree(folder / ".cache")
     for cached in folder.rglob("__pycache__"):
         shutil.rmtree(cached)
-    (folder / ".cache" / "generator").mkdir(parents=True)
-    for cache_file in session_caches():
-        shutil.copy(cache_file, folder / ".cache" / "generator" / cache_file.name)
+    with_session_caches(folder)
 
 
 def copy_with_only(factory: pytest.TempPathFactory, destination: Path, *names: str) -> Path:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, copy_project, session_caches
+from tests.conftest import ROOT, copy_project, with_session_caches
 
 FOLDERS = ("spec", "templates", "generated", "docs")  # what copy_project copies (conftest.copy_inputs)
 
@@ -70,9 +70,7 @@ def restore(project: Path) -> None:
         found = (project / relative).stat()
         if (found.st_mode, found.st_mtime_ns) != (wanted.st_mode, wanted.st_mtime_ns):
             shutil.copystat(ROOT / relative, project / relative)
-    for cache_file in session_caches():  # as copy_project gives them
-        (project / ".cache" / "generator").mkdir(parents=True, exist_ok=True)
-        shutil.copy(cache_file, project / ".cache" / "generator" / cache_file.name)
+    with_session_caches(project)  # as copy_project gives them
 
 
 def _remove(path: Path) -> None:

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT, session_caches
+from tests.conftest import ROOT, with_session_caches
 from tests.fewer_specs import fixture_of_projects_with_only
 
 project_with_only = fixture_of_projects_with_only()
@@ -90,9 +90,7 @@ def outcome(project: Path, *args: str) -> tuple[int, str, dict[str, bytes]]:
 def fresh_outcome(project: Path, elsewhere: Path) -> tuple[int, str, dict[str, bytes]]:
     """`regenerate --force`'s exit code, errors and files in a copy with none of the edit loop's caches."""
     shutil.copytree(project, elsewhere, ignore=shutil.ignore_patterns(".cache", "__pycache__"))
-    (elsewhere / ".cache" / "generator").mkdir(parents=True)
-    for cache_file in session_caches():  # torch names, formatted pieces, checked texts: not what is attacked here
-        shutil.copy(cache_file, elsewhere / ".cache" / "generator" / cache_file.name)
+    with_session_caches(elsewhere)  # torch names, formatted pieces, checked texts, templates: not what is attacked here
     code, err, files = outcome(elsewhere, "regenerate", "--force")
     return code, err.replace(str(elsewhere), "PROJECT"), files
 
