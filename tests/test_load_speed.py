@@ -68,8 +68,8 @@ CORRUPTIONS = {
 @pytest.fixture(scope="module")
 def forced_once(tmp_path_factory):
     """(path, copy): the project after `regenerate --force` at `path`, run once per module and worker, and a
-    copy of what it left. Compiled templates are kept under their template's absolute path (Jinja2's cache
-    key), so each test gets the copy back at `path`: every file and cache as its own first run leaves them."""
+    copy of what it left, so that each test gets back at `path` every file and cache as its own first run
+    leaves them."""
     path = tmp_path_factory.getbasetemp() / "forced-once" / "project"
     for entry in check_memo_entries(copy_project(path)):
         entry.unlink()  # the session's check memo: the run's own entries are under test
