@@ -67,12 +67,14 @@ def forget_source_files() -> None:
         cached.cache_clear()
     number_spelling.forget()
     _line_tables.clear()
+    _locations.clear()
 
 
 def set_project_root(root: Path | None) -> None:
     global _project_root
     _project_root = root.resolve() if root is not None else None
     _spec_files.clear()
+    _locations.clear()
 
 
 def spec_location() -> SourceLocation | None:
@@ -81,11 +83,22 @@ def spec_location() -> SourceLocation | None:
         return None
     frame = sys._getframe(1)
     while frame is not None:
-        relative = _spec_relative(frame.f_code.co_filename)
+        code = frame.f_code
+        relative = _spec_relative(code.co_filename)
         if relative is not None:
-            return SourceLocation(relative, _line_number(frame))
+            # A spec's loops and helpers ask from the same instruction again and again: one location each.
+            key = (id(code), frame.f_lasti)
+            location = _locations.get(key)
+            if location is None:
+                location = _locations[key] = SourceLocation(relative, _line_number(frame))
+            return location
         frame = frame.f_back
     return None
+
+
+# (id(code object), instruction offset) -> its location; _line_number keeps the code object alive, so the
+# id is not reused while the entry exists (both are cleared together).
+_locations: dict[tuple[int, int], SourceLocation] = {}
 
 
 # id(code object) -> (the code object, kept so that the id is not reused; instruction starts; their lines)
