@@ -78,9 +78,21 @@ def proven(value, text: str | None) -> str | None:
     return " ".join(text.split())  # one line, as the generated module writes it
 
 
+# bound_spellings' answers in this run (forget clears them), by call site and bounds (each by type and repr:
+# 1 and 1.0 are equal, their spellings are not). spec/_common.py runs once per spec file, and asks again.
+_answers: dict[tuple, tuple[tuple[str, str], ...]] = {}
+
+
 def bound_spellings(root: Path, file: str, line: int, bounds: dict) -> tuple[tuple[str, str], ...]:
     """(bound, spelling) for each bound of the `DTypeWithConstraints(...)` call at `file:line` spelt
     otherwise than its repr, e.g. (("scale_min_lower_bound", "2**-12"),)."""
+    key = (root, file, line, tuple((name, type(value), repr(value)) for name, value in bounds.items()))
+    if key not in _answers:
+        _answers[key] = _bound_spellings(root, file, line, bounds)
+    return _answers[key]
+
+
+def _bound_spellings(root: Path, file: str, line: int, bounds: dict) -> tuple[tuple[str, str], ...]:
     call = _call_at(root / file, line)
     if call is None:
         return ()
@@ -109,6 +121,7 @@ def forget() -> None:
     _parsed.cache_clear()
     _lines.cache_clear()
     _constraint_calls.cache_clear()
+    _answers.clear()
 
 
 @functools.cache

@@ -72,6 +72,10 @@ c1 = DTypeConfig(input_dtype=via_dict, output_dtype=via_dict)
 c2 = DTypeConfig(input_dtype=overriding, output_dtype=overriding)
 c3 = DTypeConfig(input_dtype=mutated, output_dtype=mutated)
 c4 = DTypeConfig(input_dtype=by_name, output_dtype=by_name)
+quarter = DTypeWithConstraints(dtype=torch.quint8, scale_max_upper_bound=1.0 / 4)
+quarter_too = DTypeWithConstraints(dtype=torch.quint8, scale_max_upper_bound=2**-2)  # the same value
+c5 = DTypeConfig(input_dtype=quarter, output_dtype=quarter)
+c6 = DTypeConfig(input_dtype=quarter_too, output_dtype=quarter_too)
 
 MODULE = Module(
     doc="Spellings.",
@@ -80,7 +84,7 @@ MODULE = Module(
             name="spelt",
             builder="get_spelt_backend_config",
             doc="Spellings.",
-            configs=[config(nn.Linear, [c0]), config(nn.Conv2d, [c1, c2, c3, c4])],
+            configs=[config(nn.Linear, [c0]), config(nn.Conv2d, [c1, c2, c3, c4]), config(nn.ReLU, [c5, c6])],
         )
     ],
 )
@@ -110,6 +114,8 @@ def test_a_bound_keeps_the_spec_s_spelling_only_when_it_is_its_value(project):
         ("mutated", "scale_min_lower_bound"): "0.0009765625",  # the source says 2**-12: not its value
         ("by_name", "scale_exact_match"): "0.00390625",  # a name is no spelling of a number
         ("by_name", "zero_point_exact_match"): "-(2**3)",
+        ("quarter", "scale_max_upper_bound"): "1.0 / 4",  # each call keeps its own spelling of 0.25
+        ("quarter_too", "scale_max_upper_bound"): "2**-2",
     }
     module = load(project / "generated" / "spelt.py")
     expected = {
@@ -118,6 +124,8 @@ def test_a_bound_keeps_the_spec_s_spelling_only_when_it_is_its_value(project):
         "overriding": {"quant_min_lower_bound": 0, "scale_min_lower_bound": 2**-10},
         "mutated": {"scale_min_lower_bound": 2**-10},
         "by_name": {"scale_exact_match": 2**-8, "zero_point_exact_match": -8},
+        "quarter": {"scale_max_upper_bound": 0.25},
+        "quarter_too": {"scale_max_upper_bound": 0.25},
     }
     for name, bounds in expected.items():
         constraints = getattr(module, name)
