@@ -31,6 +31,7 @@ from pathlib import Path
 from generator import digests
 
 _GENERATOR_DIR = str(Path(__file__).resolve().parent) + os.sep
+_IMPORTLIB_DIR = str(Path(importlib.__file__).parent) + os.sep
 # Folders of the project that hold no input: the generator's own output and caches.
 _NOT_INPUTS = (".git", ".cache", "generated", "__pycache__")
 _WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
@@ -116,15 +117,17 @@ class Observer:
         # sys.path.insert or os.environ[...] would see it when every file is executed in order,
         # and not once the earlier load is kept.
         saved_path, saved_environment = list(sys.path), dict(os.environ)
-        finder = _SourceOnlyFinder(self)
+        finder, missed = _SourceOnlyFinder(self), _MissedImportNoter(self)
         sys.meta_path.insert(0, finder)
+        sys.meta_path.append(missed)
         previous, _observer, self._read = _observer, self, read
         try:
             yield read
         finally:
             _observer, self._read = previous, None
-            with contextlib.suppress(ValueError):  # user code may have rebuilt sys.meta_path
-                sys.meta_path.remove(finder)
+            for added in (finder, missed):
+                with contextlib.suppress(ValueError):  # user code may have rebuilt sys.meta_path
+                    sys.meta_path.remove(added)
             sys.path[:] = saved_path
             if os.environ != saved_environment:
                 _restore(os.environ, saved_environment)  # name by name: never an empty environment
@@ -254,6 +257,42 @@ class _SourceOnlyFinder:
 class _SourceOnlyLoader(importlib.machinery.SourceFileLoader):
     def path_stats(self, path):
         raise OSError("compiled from source")  # get_code then neither reads nor writes a .pyc
+
+
+class _MissedImportNoter:
+    """Last on sys.meta_path, so asked only about a module no finder found: where project code looked
+    for it in the project (`spec/_doc.py`, `helpers/__init__.py`) is an input, ABSENT, as a file a load
+    opened and missed is. `try: import x except ImportError` gives another output once x appears.
+    Imports that torch and other installed code try and miss are theirs, not the spec's, and a
+    process that imported them already would not try them again: those are not noted."""
+
+    def __init__(self, observer: Observer):
+        self.observer = observer
+
+    def find_spec(self, name, path=None, target=None):
+        observer = self.observer
+        if observer._read is None or observer._busy or not _imported_by_project_code(observer):
+            return None
+        last = name.rpartition(".")[2]
+        for folder in sys.path if path is None else list(path):
+            if not isinstance(folder, str):
+                continue
+            folder = os.path.abspath(folder)
+            if observer._is_local_file(folder + os.sep):
+                for candidate in (os.path.join(folder, f"{last}.py"), os.path.join(folder, last, "__init__.py")):
+                    observer.note_file(candidate, observer._read)
+        return None
+
+
+def _imported_by_project_code(observer: Observer) -> bool:
+    """Whether the import under way was asked for by project code (past the import machinery's frames)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(("<frozen importlib", _IMPORTLIB_DIR)):
+            return observer._is_local_file(filename)
+        frame = frame.f_back
+    return False
 
 
 @contextlib.contextmanager

@@ -1,0 +1,48 @@
+"""Adversarial specs against the model cache's record of what a spec load read."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.fewer_specs import fixture_of_projects_with_only
+
+project_with_only = fixture_of_projects_with_only()
+
+
+def run(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "generator", "--root", str(project), *args],
+                          cwd=project, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True)  # fmt: skip
+
+
+_OPTIONAL_IMPORT = """try:
+    from {module} import DOC as _DOC
+except ImportError:
+    _DOC = "no doc module"
+"""
+
+
+@pytest.mark.parametrize(
+    ("module", "created"),
+    [("spec._x86_doc", "spec/_x86_doc.py"), ("x86_doc", "x86_doc.py"), ("x86_docs", "x86_docs/__init__.py")],
+    ids=["spec_helper", "root_module", "root_package"],
+)
+def test_a_module_a_load_failed_to_import_is_an_input_once_it_appears(project_with_only, module, created):
+    """x86.py imports a doc module if there is one: a load that found none depends on its absence,
+    as one that opened a missing file does (test_adversary_session4)."""
+    project = project_with_only("x86")
+    spec = project / "spec" / "x86.py"
+    source = spec.read_text().replace("\nMODULE = Module(\n    doc=", "\nMODULE = Module(\n    doc=_DOC + ", 1)
+    spec.write_text(_OPTIONAL_IMPORT.format(module=module) + source)
+    assert run(project, "regenerate").returncode == 0
+    assert "no doc module" in (project / "generated" / "x86.py").read_text()
+    (project / created).parent.mkdir(exist_ok=True)
+    (project / created).write_text('DOC = "from the doc module"\n')
+    done = run(project, "check")
+    assert done.returncode == 1, done.stdout + done.stderr  # stale: the module it looked for is there now
+    assert run(project, "regenerate").returncode == 0
+    assert "from the doc module" in (project / "generated" / "x86.py").read_text()
+    assert run(project, "check").returncode == 0
