@@ -98,10 +98,7 @@ class ModelCache:
         return self.folder / (re.sub(r"[^A-Za-z0-9_.-]", "_", relative) + ".pickle")
 
     def _digest(self, name: str) -> str:
-        try:
-            return hashlib.sha256((self.files / name).read_bytes()).hexdigest()
-        except OSError:
-            return digests.ABSENT  # as spec_reads records a file a load looked for and missed
+        return digests.input_digest(self.files, name)  # as spec_reads records what a load read
 
     def _checksum(self, body: bytes) -> bytes:
         digest = self._checksum_start()

@@ -46,3 +46,25 @@ def test_a_module_a_load_failed_to_import_is_an_input_once_it_appears(project_wi
     assert run(project, "regenerate").returncode == 0
     assert "from the doc module" in (project / "generated" / "x86.py").read_text()
     assert run(project, "check").returncode == 0
+
+
+_LISTING = """import pathlib as _pathlib
+
+_DOC = " ".join(sorted(f.stem for f in _pathlib.Path(__file__).parent.glob("_doc_*.py"))) or "no doc modules"
+"""
+
+
+def test_a_folder_a_load_listed_is_an_input(project_with_only):
+    """x86.py names the spec/_doc_*.py files it finds: a new one changes its output, as an edit would."""
+    project = project_with_only("x86")
+    spec = project / "spec" / "x86.py"
+    source = spec.read_text().replace("\nMODULE = Module(\n    doc=", "\nMODULE = Module(\n    doc=_DOC + ", 1)
+    spec.write_text(_LISTING + source)
+    assert run(project, "regenerate").returncode == 0
+    assert "no doc modules" in (project / "generated" / "x86.py").read_text()
+    (project / "spec" / "_doc_a.py").write_text("")
+    done = run(project, "check")
+    assert done.returncode == 1, done.stdout + done.stderr  # stale: the folder it listed has another file
+    assert run(project, "regenerate").returncode == 0
+    assert "_doc_a" in (project / "generated" / "x86.py").read_text()
+    assert run(project, "check").returncode == 0
