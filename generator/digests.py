@@ -11,6 +11,7 @@ This module computes those digests.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -177,6 +178,18 @@ class InputsDigester:
             shared.update({package: installed_version(package) for package in VERSIONED_PACKAGES})
             self._shared[document] = shared
         return self._shared[document]
+
+
+@functools.cache
+def generator_code() -> bytes:
+    """A digest of this generator's code, every module of it: what a cache of what it made depends on."""
+    digest = hashlib.sha256()
+    try:
+        for path in sorted(Path(__file__).parent.glob("*.py")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    except OSError:
+        return os.urandom(32)  # the generator's code cannot be read: nothing made from it can be trusted
+    return digest.digest()
 
 
 def _file_digest(path: Path) -> str:

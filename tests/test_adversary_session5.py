@@ -68,3 +68,45 @@ def test_a_folder_a_load_listed_is_an_input(project_with_only):
     assert run(project, "regenerate").returncode == 0
     assert "_doc_a" in (project / "generated" / "x86.py").read_text()
     assert run(project, "check").returncode == 0
+
+
+
+def _rendered_with(tmp_path, tag, marked=lambda value: True) -> str:
+    """templates/module.py.j2 rendered by an environment whose `tag` filter and `marked` test are those
+    given, its compiled templates kept in tmp_path/cache (as the generator keeps them)."""
+    import jinja2
+
+    from generator.template_cache import TemplateBytecodeCache
+
+    (tmp_path / "templates").mkdir(exist_ok=True)
+    (tmp_path / "templates" / "module.py.j2").write_text("{{ 'x' | tag }}{{ 'y' is marked }}")
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(tmp_path / "templates")),
+                             undefined=jinja2.StrictUndefined,
+                             bytecode_cache=TemplateBytecodeCache(tmp_path / "cache"))  # fmt: skip
+    env.filters["tag"], env.tests["marked"] = tag, marked
+    return env.get_template("module.py.j2").render(suffix="!")
+
+
+def test_a_compiled_template_serves_no_environment_whose_filters_take_other_arguments(tmp_path):
+    """Jinja2 compiles a filter call with the context as its first argument when the filter is
+    @pass_context (a test's with the environment, when @pass_environment): code compiled for a filter
+    that has since gained the context (or lost it) would call it with the wrong arguments."""
+    import jinja2
+
+    assert _rendered_with(tmp_path, lambda value: value + "?") == "x?True"
+    assert len(list((tmp_path / "cache").glob("*.bin"))) == 1  # kept: what the next environment could reuse
+    with_context = jinja2.pass_context(lambda context, value: value + context["suffix"])
+    assert _rendered_with(tmp_path, with_context, lambda value: False) == "x!False"
+    marked_in_context = jinja2.pass_environment(lambda environment, value: environment is not None)
+    assert _rendered_with(tmp_path, with_context, marked_in_context) == "x!True"
+
+
+def test_a_compiled_template_serves_no_other_generator(tmp_path, monkeypatch):
+    """Jinja2's compiler calls a filter given constants and compiles its result: `{{ 'x' | tag }}` is
+    compiled to "x?". The filters are the generator's code, so another generator (an upgrade, an edit
+    to source_spelling) must not run what this one compiled."""
+    from generator import digests
+
+    assert _rendered_with(tmp_path, lambda value: value + "?") == "x?True"
+    monkeypatch.setattr(digests, "generator_code", lambda: b"another generator")
+    assert _rendered_with(tmp_path, lambda value: value + "!") == "x!True"
