@@ -207,15 +207,18 @@ class Observer:
                 self._busy = False
         read.add(name)
 
-    def _asked_by_project_code(self) -> bool:
+    def _asked_by_project_code(self, by_imports: bool = True) -> bool:
         """Whether what is under way was asked for by project code: the first frame out from here that is
         neither this module's nor the standard library's (the import machinery, pathlib, glob) is one.
         What torch and other installed code do is theirs, and may depend on what this process did
-        before (a module imported once is not imported again)."""
+        before (a module imported once is not imported again). Unless `by_imports`, what the import
+        machinery does is not asked for either: it lists a folder once per process, not once per load."""
         frame = sys._getframe(0)
         here = frame.f_code.co_filename
         while frame is not None:
             filename = frame.f_code.co_filename
+            if not by_imports and filename.startswith("<frozen importlib"):
+                return False
             standard = filename.startswith(_STDLIB_DIR) and "-packages" not in filename
             if not (standard or filename.startswith("<frozen ") or filename == here):
                 return self._is_local_file(filename)
@@ -254,7 +257,7 @@ class Observer:
     def _saw(self, event: str, args) -> None:
         if event in _LISTING_EVENTS:
             path = args[0] if args[0] is not None else "."
-            if self._read is not None and not isinstance(path, int) and self._asked_by_project_code():
+            if self._read is not None and not isinstance(path, int) and self._asked_by_project_code(by_imports=False):
                 self.note_listing(os.path.abspath(os.fsdecode(path)), self._read)
             return
         if event == "exec":

@@ -110,3 +110,30 @@ def test_a_compiled_template_serves_no_other_generator(tmp_path, monkeypatch):
     assert _rendered_with(tmp_path, lambda value: value + "?") == "x?True"
     monkeypatch.setattr(digests, "generator_code", lambda: b"another generator")
     assert _rendered_with(tmp_path, lambda value: value + "!") == "x!True"
+
+
+def test_what_a_load_is_recorded_to_read_does_not_depend_on_the_loads_before_it(project_with_only):
+    """native.py and x86.py both import a helper package's submodule. Python lists the package's folder
+    the first time a process imports from it: that listing is the import machinery's, not the spec's, so
+    x86.py's recorded reads are the same whether native.py's load ran before it in the process or not."""
+    import json
+
+    project = project_with_only("native", "x86")
+    (project / "helpers").mkdir()
+    (project / "helpers" / "__init__.py").write_text("")
+    (project / "helpers" / "docs.py").write_text('DOC = "shared doc: "\n')
+    for name in ("native", "x86"):
+        spec = project / "spec" / f"{name}.py"
+        source = spec.read_text().replace("\nMODULE = Module(\n    doc=", "\nMODULE = Module(\n    doc=DOC + ", 1)
+        spec.write_text("from helpers.docs import DOC\n" + source)
+
+    def recorded_reads(output):
+        return json.loads((project / "generated" / "manifest.json").read_text())["outputs"][output]["inputs"]
+
+    assert run(project, "regenerate", "--force").returncode == 0  # native.py's load imports helpers first
+    every_load_made = recorded_reads("generated/x86.py")
+    x86 = project / "spec" / "x86.py"
+    x86.write_text(x86.read_text() + "# an edit: native's load now comes from the model cache\n")
+    assert run(project, "regenerate").returncode == 0  # x86.py's load imports helpers first
+    assert recorded_reads("generated/x86.py") == every_load_made
+    assert "helpers/docs.py" in every_load_made
