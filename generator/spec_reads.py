@@ -9,7 +9,9 @@ module it failed to import (ABSENT), and the project modules its importable()
 names and reference builders point to. An audit hook sees each file executed (the
 "exec" event carries the code object, whose file is the module's source) and
 opened, and digests it then, as it is read. A new import can only appear through
-an edit to a file already recorded, so the record stays sound.
+an edit to a file already recorded or a module appearing where one was looked for,
+so the record stays sound. (A file only tested for, os.path.exists, raises no audit
+event: it is not seen.)
 
 Each load also runs on fresh module objects: project modules (spec.* and the
 user's helpers) are taken out of sys.modules before it, and those it imported
