@@ -11,8 +11,10 @@ This module computes those digests.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,6 +106,25 @@ def combined(inputs: dict[str, str]) -> str:
 # The "digest" of a project file a spec load looked for and did not find: its output depends on
 # that absence as much as on a file's bytes, and goes stale once the file appears.
 ABSENT = "absent"
+# Folders of a project that hold no input: the generator's own output and caches.
+NOT_INPUTS = (".git", ".cache", "generated", "__pycache__")
+
+
+def input_digest(root: Path, name: str) -> str:
+    """The digest of a project input a spec load read: a file's bytes, or (a name ending in "/", such as
+    `spec/`) the names a folder lists; ABSENT if there is none."""
+    try:
+        if name.endswith("/"):
+            return listing_digest(root / name)
+        return _file_digest(root / name)
+    except OSError:
+        return ABSENT
+
+
+def listing_digest(folder: Path) -> str:
+    """A folder's listing as a load saw it: the names in it, whatever they hold, but the folders that
+    hold no input (a __pycache__ that a test run leaves in spec/ changes no output)."""
+    return text_digest("\0".join(sorted(set(os.listdir(folder)) - set(NOT_INPUTS))))
 
 
 class InputsDigester:
@@ -137,10 +158,7 @@ class InputsDigester:
         """The current digests of the named project files; a file that is gone is ABSENT."""
         for name in names:
             if name not in self._digests:
-                try:
-                    self._digests[name] = _file_digest(self.root / name)
-                except OSError:
-                    self._digests[name] = ABSENT
+                self._digests[name] = input_digest(self.root, name)
         return {name: self._digests[name] for name in names}
 
     def is_shared(self, name: str) -> bool:
@@ -160,6 +178,18 @@ class InputsDigester:
             shared.update({package: installed_version(package) for package in VERSIONED_PACKAGES})
             self._shared[document] = shared
         return self._shared[document]
+
+
+@functools.cache
+def generator_code() -> bytes:
+    """A digest of this generator's code, every module of it: what a cache of what it made depends on."""
+    digest = hashlib.sha256()
+    try:
+        for path in sorted(Path(__file__).parent.glob("*.py")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    except OSError:
+        return os.urandom(32)  # the generator's code cannot be read: nothing made from it can be trusted
+    return digest.digest()
 
 
 def _file_digest(path: Path) -> str:

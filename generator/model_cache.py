@@ -33,7 +33,6 @@ from generator.model import ModuleSpec
 
 _FORMAT = b"model-cache 1"
 _CHECKSUM_SIZE = 32
-_GENERATOR_DIR = Path(__file__).resolve().parent
 
 
 class ModelCache:
@@ -98,10 +97,7 @@ class ModelCache:
         return self.folder / (re.sub(r"[^A-Za-z0-9_.-]", "_", relative) + ".pickle")
 
     def _digest(self, name: str) -> str:
-        try:
-            return hashlib.sha256((self.files / name).read_bytes()).hexdigest()
-        except OSError:
-            return digests.ABSENT  # as spec_reads records a file a load looked for and missed
+        return digests.input_digest(self.files, name)  # as spec_reads records what a load read
 
     def _checksum(self, body: bytes) -> bytes:
         digest = self._checksum_start()
@@ -129,13 +125,7 @@ class _Checksummed:
 
 def _setup() -> bytes:
     """What, besides the files a load reads, decides what it makes: this generator's code and Python."""
-    digest = hashlib.sha256(_FORMAT + b"\0" + sys.version.encode())
-    try:
-        for path in sorted(_GENERATOR_DIR.glob("*.py")):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    except OSError:
-        return os.urandom(32)  # the generator's code cannot be read: no entry can be trusted
-    return digest.digest()
+    return hashlib.sha256(_FORMAT + b"\0" + sys.version.encode() + b"\0" + digests.generator_code()).digest()
 
 
 class _ModelUnpickler(pickle.Unpickler):

@@ -3,11 +3,15 @@
 The inputs recorded for a generated file (generator/manifest.py) are the
 project files its spec load really used, observed while it ran: the spec file,
 the spec modules it imports (relative imports too), helper modules anywhere in
-the project, data files it opens, and the project modules its importable() names
-and reference builders point to. An audit hook sees each file executed (the
+the project, data files it opens, the project folders it lists (a name ending in
+"/": their digest is of the names in them), where in the project it looked for a
+module it failed to import (ABSENT), and the project modules its importable()
+names and reference builders point to. An audit hook sees each file executed (the
 "exec" event carries the code object, whose file is the module's source) and
 opened, and digests it then, as it is read. A new import can only appear through
-an edit to a file already recorded, so the record stays sound.
+an edit to a file already recorded or a module appearing where one was looked for,
+so the record stays sound. (A file only tested for, os.path.exists, raises no audit
+event: it is not seen.)
 
 Each load also runs on fresh module objects: project modules (spec.* and the
 user's helpers) are taken out of sys.modules before it, and those it imported
@@ -31,8 +35,11 @@ from pathlib import Path
 from generator import digests
 
 _GENERATOR_DIR = str(Path(__file__).resolve().parent) + os.sep
-# Folders of the project that hold no input: the generator's own output and caches.
-_NOT_INPUTS = (".git", ".cache", "generated", "__pycache__")
+_NOT_INPUTS = digests.NOT_INPUTS
+# The standard library's own code (importlib, pathlib, glob) only carries out what its caller asks.
+_STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
+_LISTING_EVENTS = ("os.listdir", "os.scandir")
+_OBSERVED_EVENTS = frozenset(("exec", "open", *_LISTING_EVENTS))
 _WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 # Namespaces every load shares: a load may rebind names in them, but not for the next one.
@@ -116,15 +123,17 @@ class Observer:
         # sys.path.insert or os.environ[...] would see it when every file is executed in order,
         # and not once the earlier load is kept.
         saved_path, saved_environment = list(sys.path), dict(os.environ)
-        finder = _SourceOnlyFinder(self)
+        finder, missed = _SourceOnlyFinder(self), _MissedImportNoter(self)
         sys.meta_path.insert(0, finder)
+        sys.meta_path.append(missed)
         previous, _observer, self._read = _observer, self, read
         try:
             yield read
         finally:
             _observer, self._read = previous, None
-            with contextlib.suppress(ValueError):  # user code may have rebuilt sys.meta_path
-                sys.meta_path.remove(finder)
+            for added in (finder, missed):
+                with contextlib.suppress(ValueError):  # user code may have rebuilt sys.meta_path
+                    sys.meta_path.remove(added)
             sys.path[:] = saved_path
             if os.environ != saved_environment:
                 _restore(os.environ, saved_environment)  # name by name: never an empty environment
@@ -181,6 +190,43 @@ class Observer:
                 self._busy = False
         read.add(relative)
 
+    def note_listing(self, folder: str, read: set[str]) -> None:
+        """Note a project folder a load listed (`spec/`): a file added there or removed is a change."""
+        if folder + os.sep == self._prefix:
+            name = "./"
+        else:
+            relative = self._relative(folder)
+            if relative is None:
+                return
+            name = relative + "/"
+        if name not in self.digests:
+            self._busy = True
+            try:
+                self.digests[name] = digests.listing_digest(Path(folder))
+            except OSError:
+                self.digests[name] = digests.ABSENT
+            finally:
+                self._busy = False
+        read.add(name)
+
+    def _asked_by_project_code(self, by_imports: bool = True) -> bool:
+        """Whether what is under way was asked for by project code: the first frame out from here that is
+        neither this module's nor the standard library's (the import machinery, pathlib, glob) is one.
+        What torch and other installed code do is theirs, and may depend on what this process did
+        before (a module imported once is not imported again). Unless `by_imports`, what the import
+        machinery does is not asked for either: it lists a folder once per process, not once per load."""
+        frame = sys._getframe(0)
+        here = frame.f_code.co_filename
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if not by_imports and filename.startswith("<frozen importlib"):
+                return False
+            standard = filename.startswith(_STDLIB_DIR) and "-packages" not in filename
+            if not (standard or filename.startswith("<frozen ") or filename == here):
+                return self._is_local_file(filename)
+            frame = frame.f_back
+        return False
+
     def _relative(self, filename) -> str | None:
         if not isinstance(filename, str) or not filename.startswith(self._prefix):
             return None
@@ -211,6 +257,11 @@ class Observer:
             return False
 
     def _saw(self, event: str, args) -> None:
+        if event in _LISTING_EVENTS:
+            path = args[0] if args[0] is not None else "."
+            if self._read is not None and not isinstance(path, int) and self._asked_by_project_code(by_imports=False):
+                self.note_listing(os.path.abspath(os.fsdecode(path)), self._read)
+            return
         if event == "exec":
             filename = getattr(args[0], "co_filename", None)
         else:  # open(path, mode, flags)
@@ -256,6 +307,31 @@ class _SourceOnlyLoader(importlib.machinery.SourceFileLoader):
         raise OSError("compiled from source")  # get_code then neither reads nor writes a .pyc
 
 
+class _MissedImportNoter:
+    """Last on sys.meta_path, so asked only about a module no finder found: where project code looked
+    for it in the project (`spec/_doc.py`, `helpers/__init__.py`) is an input, ABSENT, as a file a load
+    opened and missed is. `try: import x except ImportError` gives another output once x appears.
+    Imports that torch and other installed code try and miss are theirs, not the spec's, and a
+    process that imported them already would not try them again: those are not noted."""
+
+    def __init__(self, observer: Observer):
+        self.observer = observer
+
+    def find_spec(self, name, path=None, target=None):
+        observer = self.observer
+        if observer._read is None or observer._busy or not observer._asked_by_project_code():
+            return None
+        last = name.rpartition(".")[2]
+        for folder in sys.path if path is None else list(path):
+            if not isinstance(folder, str):
+                continue
+            folder = os.path.abspath(folder)
+            if observer._is_local_file(folder + os.sep):
+                for candidate in (os.path.join(folder, f"{last}.py"), os.path.join(folder, last, "__init__.py")):
+                    observer.note_file(candidate, observer._read)
+        return None
+
+
 @contextlib.contextmanager
 def unobserved():
     """Files read inside are not inputs of the load under way: a search through every spec file
@@ -297,7 +373,7 @@ def _restore(namespace: dict, saved: dict) -> None:
 
 def _audit(event: str, args) -> None:
     observer = _observer
-    if observer is None or observer._busy or event not in ("exec", "open"):
+    if observer is None or observer._busy or event not in _OBSERVED_EVENTS:
         return
     try:
         observer._saw(event, args)

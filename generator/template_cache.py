@@ -6,7 +6,10 @@ run: a tenth of the CPU of a one-line spec edit. This cache keeps that code in
 it was made from the same template text, by the same Jinja2 and Python, with
 the same environment settings, and when its own checksum holds: an edited
 template is compiled again, and a truncated or corrupt file is ignored and
-replaced. Like the interpreter's __pycache__, a file written on purpose to hold
+replaced. Filters and tests are part of that setup: compiled code
+calls each as it takes arguments, and the compiler folds a filter given constants into its
+result; they are the generator's code, so a file is used only by the generator that made it.
+Like the interpreter's __pycache__, a file written on purpose to hold
 other code is not detected; the cache is a build directory, not an input.
 
 A file is named after the template's name in templates/, not its absolute path
@@ -26,7 +29,7 @@ from types import CodeType
 import jinja2
 from jinja2.bccache import Bucket
 
-from generator import writing
+from generator import digests, writing
 
 # Environment settings that change the code a template compiles to.
 _SETTINGS = (
@@ -97,9 +100,22 @@ class TemplateBytecodeCache(jinja2.BytecodeCache):
                 bucket.checksum,
                 [repr(getattr(env, name, None)) for name in _SETTINGS],
                 sorted(env.extensions),
+                # The code calls filters and tests as they take arguments (the context first, if
+                # @pass_context), and the compiler calls those given constants: `{{ "x" | py }}` is
+                # compiled to py's result. Both are the generator's code.
+                [(name, _described(f)) for name, f in sorted(env.filters.items())],
+                [(name, _described(f)) for name, f in sorted(env.tests.items())],
+                _described(env.finalize),
+                digests.generator_code().hex(),
             )
         )
         return hashlib.sha256(setup.encode() + b"\0" + code).digest()
+
+
+def _described(function) -> tuple:
+    """A filter or test as compiled code depends on it: which function, and what Jinja2 passes it first."""
+    pass_arg = getattr(function, "jinja_pass_arg", None)
+    return getattr(function, "__module__", None), getattr(function, "__qualname__", None), repr(pass_arg)
 
 
 def _located_at(code: CodeType, filename: str) -> CodeType:
