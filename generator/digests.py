@@ -115,13 +115,13 @@ def input_digest(root: Path, name: str) -> str:
     `spec/`) the names a folder lists; ABSENT if there is none."""
     try:
         if name.endswith("/"):
-            return listing_digest(root / name)
+            return _listing_digest(root / name)
         return _file_digest(root / name)
     except OSError:
         return ABSENT
 
 
-def listing_digest(folder: Path) -> str:
+def _listing_digest(folder: Path) -> str:
     """A folder's listing as a load saw it: the names in it, whatever they hold, but the folders that
     hold no input (a __pycache__ that a test run leaves in spec/ changes no output)."""
     return text_digest("\0".join(sorted(set(os.listdir(folder)) - set(NOT_INPUTS))))

@@ -123,7 +123,7 @@ def load_modules(
     root = root.resolve()
     exclude = exclude.resolve() if exclude is not None else None
     observer = spec_reads.Observer(root)
-    cache = model_cache.ModelCache(root) if cache_of is None else model_cache.ModelCache(cache_of.resolve(), root)
+    cache = model_cache.ModelCache(root if cache_of is None else cache_of.resolve(), files=root)
     keep = keep and cache_of is None
     modules, made = [], []
     with spec_context(root):

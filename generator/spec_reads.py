@@ -35,7 +35,6 @@ from pathlib import Path
 from generator import digests
 
 _GENERATOR_DIR = str(Path(__file__).resolve().parent) + os.sep
-_NOT_INPUTS = digests.NOT_INPUTS
 # The standard library's own code (importlib, pathlib, glob) only carries out what its caller asks.
 _STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
 _LISTING_EVENTS = ("os.listdir", "os.scandir")
@@ -202,9 +201,7 @@ class Observer:
         if name not in self.digests:
             self._busy = True
             try:
-                self.digests[name] = digests.listing_digest(Path(folder))
-            except OSError:
-                self.digests[name] = digests.ABSENT
+                self.digests[name] = digests.input_digest(self.root, name)  # as check and the model cache judge it
             finally:
                 self._busy = False
         read.add(name)
@@ -233,7 +230,7 @@ class Observer:
         if filename.startswith(self._outside):
             return None
         relative = Path(filename[len(self._prefix) :])
-        if relative.parts[0] in _NOT_INPUTS or "__pycache__" in relative.parts:
+        if relative.parts[0] in digests.NOT_INPUTS or "__pycache__" in relative.parts:
             return None
         return relative.as_posix()
 
