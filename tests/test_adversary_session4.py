@@ -52,6 +52,25 @@ def run(project: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True)  # fmt: skip
 
 
+def doc_prefixed(spec: Path, name: str, prelude: str = "") -> None:
+    """The spec file's module docstring led by the string `name` holds, which `prelude` (put first) binds."""
+    source = spec.read_text().replace("\nMODULE = Module(\n    doc=", f"\nMODULE = Module(\n    doc={name} + ", 1)
+    spec.write_text(prelude + source)
+
+
+def assert_an_input_once_it_appears(project: Path, appear, before: str, after: str) -> None:
+    """x86's output says `before`; once `appear()` made what its load looked for, check says it is stale,
+    and regenerate writes `after`."""
+    assert run(project, "regenerate").returncode == 0
+    assert before in (project / "generated" / "x86.py").read_text()
+    appear()
+    done = run(project, "check")
+    assert done.returncode == 1, done.stdout + done.stderr  # stale: what it looked for is there now
+    assert run(project, "regenerate").returncode == 0
+    assert after in (project / "generated" / "x86.py").read_text()
+    assert run(project, "check").returncode == 0
+
+
 @pytest.mark.parametrize("source", [_MODULE_GETATTR, _FAKE_MODULE], ids=["module_getattr", "class_property"])
 def test_reading_a_spec_files_module_runs_its_code_in_the_guard(project_with_only, source):
     project = project_with_only("qnnpack_pt2e")
@@ -72,9 +91,7 @@ def test_what_a_spec_puts_into_sys_modules_is_gone_for_the_next_load(project_wit
     writer, reader = project / "spec" / "native.py", project / "spec" / "x86.py"
     leave = 'import sys as _sys, types as _types\n_sys.modules["leaked"] = _types.SimpleNamespace(doc="seen")\n'
     writer.write_text(leave + writer.read_text())
-    look = 'import sys as _sys\n_SEEN = getattr(_sys.modules.get("leaked"), "doc", "unseen")\n'
-    source = reader.read_text().replace("\nMODULE = Module(\n    doc=", "\nMODULE = Module(\n    doc=_SEEN + ", 1)
-    reader.write_text(look + source)
+    doc_prefixed(reader, "_SEEN", 'import sys as _sys\n_SEEN = getattr(_sys.modules.get("leaked"), "doc", "unseen")\n')
     assert run(project, "regenerate").returncode == 0  # every load made: native's first
     every_load_made = (project / "generated" / "x86.py").read_text()
     reader.write_text(reader.read_text() + "# an edit: native's load now comes from the model cache\n")
@@ -96,17 +113,12 @@ except FileNotFoundError:
 def test_a_file_a_load_looked_for_and_missed_is_an_input_once_it_appears(project_with_only):
     """x86.py reads spec/x86_doc.txt if there is one: a load that found none depends on its absence."""
     project = project_with_only("x86")
-    spec = project / "spec" / "x86.py"
-    source = spec.read_text().replace("\nMODULE = Module(\n    doc=", "\nMODULE = Module(\n    doc=_DOC + ", 1)
-    spec.write_text(_OPTIONAL_FILE + source)
-    assert run(project, "regenerate").returncode == 0
-    assert "no doc file" in (project / "generated" / "x86.py").read_text()
-    (project / "spec" / "x86_doc.txt").write_text("from the doc file")
-    done = run(project, "check")
-    assert done.returncode == 1, done.stdout + done.stderr  # stale: the file it looked for is there now
-    assert run(project, "regenerate").returncode == 0
-    assert "from the doc file" in (project / "generated" / "x86.py").read_text()
-    assert run(project, "check").returncode == 0
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _OPTIONAL_FILE)
+
+    def appear():
+        (project / "spec" / "x86_doc.txt").write_text("from the doc file")
+
+    assert_an_input_once_it_appears(project, appear, "no doc file", "from the doc file")
 
 
 def test_a_spelling_too_large_to_be_a_bound_is_not_computed():

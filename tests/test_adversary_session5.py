@@ -1,22 +1,12 @@
 """Adversarial specs and setups against what the caches trust: the record of what a spec load read
 (manifest, model cache, diff --rev) and the compiled templates."""
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from tests.conftest import ROOT
 from tests.fewer_specs import fixture_of_projects_with_only
+from tests.test_adversary_session4 import assert_an_input_once_it_appears, doc_prefixed, run
 
 project_with_only = fixture_of_projects_with_only()
-
-
-def run(project: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "generator", "--root", str(project), *args],
-                          cwd=project, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True)  # fmt: skip
 
 
 _OPTIONAL_IMPORT = """try:
@@ -35,18 +25,13 @@ def test_a_module_a_load_failed_to_import_is_an_input_once_it_appears(project_wi
     """x86.py imports a doc module if there is one: a load that found none depends on its absence,
     as one that opened a missing file does (test_adversary_session4)."""
     project = project_with_only("x86")
-    spec = project / "spec" / "x86.py"
-    source = spec.read_text().replace("\nMODULE = Module(\n    doc=", "\nMODULE = Module(\n    doc=_DOC + ", 1)
-    spec.write_text(_OPTIONAL_IMPORT.format(module=module) + source)
-    assert run(project, "regenerate").returncode == 0
-    assert "no doc module" in (project / "generated" / "x86.py").read_text()
-    (project / created).parent.mkdir(exist_ok=True)
-    (project / created).write_text('DOC = "from the doc module"\n')
-    done = run(project, "check")
-    assert done.returncode == 1, done.stdout + done.stderr  # stale: the module it looked for is there now
-    assert run(project, "regenerate").returncode == 0
-    assert "from the doc module" in (project / "generated" / "x86.py").read_text()
-    assert run(project, "check").returncode == 0
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _OPTIONAL_IMPORT.format(module=module))
+
+    def appear():
+        (project / created).parent.mkdir(exist_ok=True)
+        (project / created).write_text('DOC = "from the doc module"\n')
+
+    assert_an_input_once_it_appears(project, appear, "no doc module", "from the doc module")
 
 
 _LISTING = """import pathlib as _pathlib
@@ -58,19 +43,14 @@ _DOC = " ".join(sorted(f.stem for f in _pathlib.Path(__file__).parent.glob("_doc
 def test_a_folder_a_load_listed_is_an_input(project_with_only):
     """x86.py names the spec/_doc_*.py files it finds: a new one changes its output, as an edit would."""
     project = project_with_only("x86")
-    spec = project / "spec" / "x86.py"
-    source = spec.read_text().replace("\nMODULE = Module(\n    doc=", "\nMODULE = Module(\n    doc=_DOC + ", 1)
-    spec.write_text(_LISTING + source)
-    assert run(project, "regenerate").returncode == 0
-    assert "no doc modules" in (project / "generated" / "x86.py").read_text()
-    (project / "spec" / "__pycache__").mkdir(exist_ok=True)  # what a test run of the user's leaves there
-    assert run(project, "check").returncode == 0
-    (project / "spec" / "_doc_a.py").write_text("")
-    done = run(project, "check")
-    assert done.returncode == 1, done.stdout + done.stderr  # stale: the folder it listed has another file
-    assert run(project, "regenerate").returncode == 0
-    assert "_doc_a" in (project / "generated" / "x86.py").read_text()
-    assert run(project, "check").returncode == 0
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _LISTING)
+
+    def appear():
+        (project / "spec" / "__pycache__").mkdir(exist_ok=True)  # what a test run of the user's leaves there
+        assert run(project, "check").returncode == 0  # no change
+        (project / "spec" / "_doc_a.py").write_text("")
+
+    assert_an_input_once_it_appears(project, appear, "no doc modules", "_doc_a")
 
 
 def _rendered_with(tmp_path, tag, marked=lambda value: True) -> str:
@@ -125,9 +105,7 @@ def test_what_a_load_is_recorded_to_read_does_not_depend_on_the_loads_before_it(
     (project / "helpers" / "__init__.py").write_text("")
     (project / "helpers" / "docs.py").write_text('DOC = "shared doc: "\n')
     for name in ("native", "x86"):
-        spec = project / "spec" / f"{name}.py"
-        source = spec.read_text().replace("\nMODULE = Module(\n    doc=", "\nMODULE = Module(\n    doc=DOC + ", 1)
-        spec.write_text("from helpers.docs import DOC\n" + source)
+        doc_prefixed(project / "spec" / f"{name}.py", "DOC", "from helpers.docs import DOC\n")
 
     def recorded_reads(output):
         return json.loads((project / "generated" / "manifest.json").read_text())["outputs"][output]["inputs"]
