@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch.ao.quantization.backend_config.utils  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -16,6 +15,15 @@ from generator import heap  # noqa: E402
 from tests import shared_builds  # noqa: E402  -- ROOT is on sys.path now
 
 GIT = shutil.which("git") or "git"
+
+
+def pytest_collectstart(collector):
+    """torch 2.13's builders need backend_config.utils imported first: imported where tests are collected.
+
+    Not at the top of this file: pytest-xdist's controller loads it too but collects and runs no test,
+    and a second of torch import there would hold back the start of every worker.
+    """
+    import torch.ao.quantization.backend_config.utils  # noqa: F401
 
 
 def pytest_collection_finish(session):
