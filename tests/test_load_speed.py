@@ -70,7 +70,9 @@ def forced_once(tmp_path_factory):
     """(path, copy): the project after `regenerate --force` at `path`, run once per module and worker, and a
     copy of what it left, so that each test gets back at `path` every file and cache as its own first run
     leaves them."""
-    path = tmp_path_factory.getbasetemp() / "forced-once" / "project"
+    # A folder of its own: pytest-xdist's worksteal may hand this module's tests to a worker again after
+    # another module's, and the module fixture is then set up a second time in the same worker.
+    path = tmp_path_factory.mktemp("forced-once") / "project"
     for entry in check_memo_entries(copy_project(path)):
         entry.unlink()  # the session's check memo: the run's own entries are under test
     regenerate(path, "--force")
