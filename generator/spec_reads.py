@@ -55,6 +55,10 @@ _hooked = False
 # where they are, so each is looked at once. Folder-less modules (namespace packages, whose
 # folders can grow) are looked at every time.
 _foreign_modules: dict[tuple[str, tuple[str, ...]], dict[int, object]] = {}
+# Per project, the last look at sys.modules: its names and module ids in order, the modules themselves
+# (held, so that no other object can take one of those ids meanwhile), and those the look could not set
+# aside as foreign. While sys.modules stays the same, a load looks again only at those few.
+_last_looks: dict[tuple[str, tuple[str, ...]], dict[str, object]] = {}
 
 
 class Observer:
@@ -69,6 +73,7 @@ class Observer:
         self._outside = (_GENERATOR_DIR, *(p for p in inside if p.startswith(self._prefix)))
         self.digests: dict[str, str] = {}
         self._foreign = _foreign_modules.setdefault((self._prefix, self._outside), {})
+        self._last_look = _last_looks.setdefault((self._prefix, self._outside), {})
         self._read: set[str] | None = None
         self._busy = False
 
@@ -106,13 +111,7 @@ class Observer:
         global _observer
         _install_hook()
         read: set[str] = set()
-        # list() copies in one step: diff may be importing torch in another thread meanwhile.
-        foreign = self._foreign
-        kept = {
-            name: module
-            for name, module in list(sys.modules.items())
-            if foreign.get(id(module)) is not module and self._is_local(module)
-        }
+        kept = self._project_modules()
         for name in kept:
             del sys.modules[name]
         before = set(sys.modules)
@@ -146,6 +145,18 @@ class Observer:
                 elif not _imported(name, module):
                     del sys.modules[name]  # put there by the spec itself: state the next load must not see
             sys.modules.update(kept)
+
+    def _project_modules(self) -> dict[str, object]:
+        """The project's modules in sys.modules now, by name."""
+        modules = dict(sys.modules)  # copied in one step: diff may be importing torch in another thread meanwhile
+        shape = (list(modules), list(map(id, modules.values())))
+        look, foreign = self._last_look, self._foreign
+        if look.get("shape") != shape:
+            local = {name: m for name, m in modules.items() if foreign.get(id(m)) is not m and self._is_local(m)}
+            unsettled = {name: m for name, m in modules.items() if foreign.get(id(m)) is not m}
+            look.update(shape=shape, modules=modules, unsettled=unsettled)
+            return local
+        return {name: module for name, module in look["unsettled"].items() if self._is_local(module)}
 
     def note_module(self, dotted: str, read: set[str]) -> None:
         """Note the project files a dotted name (`my_backend.fusers.fuse`) would import, without importing."""
@@ -241,13 +252,17 @@ class Observer:
         """A module of the project's own (spec.*, a helper), not the generator's or an installed one."""
         if not issubclass(type(module), types.ModuleType):
             return False  # not type(): whatever a spec put in sys.modules, its __getattr__ must not run here
-        filename = getattr(module, "__file__", None)
+        # Read from the module's namespace, where the import system puts them, not with getattr: a module
+        # without the attribute (sys, torch._C's ~40 submodules) would build and raise an AttributeError,
+        # or run its __getattr__, on every load (half of a load's isolation cost).
+        attributes = vars(module)
+        filename = attributes.get("__file__")
         if isinstance(filename, str):
             if self._is_local_file(filename):
                 return True
             self._foreign[id(module)] = module
             return False
-        paths = getattr(module, "__path__", None)  # a namespace package: a folder without __init__.py
+        paths = attributes.get("__path__")  # a namespace package: a folder without __init__.py
         try:
             return any(str(p).startswith(self._prefix) and not str(p).startswith(self._outside) for p in paths or ())
         except TypeError:

@@ -11,20 +11,23 @@ Through the real CLI, on a copy of the project:
 
 import contextlib
 import functools
+import importlib
 import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import types
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from generator import cli
-from tests.conftest import ROOT, commit_all, copy_project, git
+from generator import cli, spec_loading
+from tests.conftest import ROOT, commit_all, copy_inputs, copy_project, git
 from tests.shared_builds import built_once
+from tests.test_adversary_session4 import doc_prefixed
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
@@ -377,3 +380,59 @@ def test_diff_against_a_reference_builder_that_exits_is_one_located_line(project
     assert len(done.stderr.splitlines()) == 1, done.stderr
     expected = "error: myref.py:2: reference builder myref.get_reference_config raised SystemExit(0)"
     assert done.stderr.startswith(expected)
+
+
+
+
+def test_project_modules_the_caller_imported_are_set_aside_for_each_load_and_put_back(tmp_path, monkeypatch):
+    """A process that imported a helper module of the project (and changed it) before loading: every load
+    runs on a fresh one and leaves the caller's in place. The second and third loads find sys.modules as
+    the first left it, where only the modules not yet set aside as foreign are looked at again; before the
+    third, the caller imported one more project module."""
+    project = only_qnnpack_pt2e(tmp_path / "project")
+    (project / "acme_helper").mkdir()
+    (project / "acme_helper" / "__init__.py").write_text('PREFIX = ["as the helper says. "]\n')
+    (project / "acme_helper" / "other.py").write_text('WORDS = ["and so does the other. "]\n')
+    prelude = "import acme_helper\nfrom acme_helper import other as _other\n"
+    doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "acme_helper.PREFIX[0] + _other.WORDS[0]", prelude)
+    baseline = spec_loading.load_modules(project)
+    assert baseline[0].doc.startswith("as the helper says. and so does the other. ")
+    names = ("acme_helper", "acme_helper.other")
+    monkeypatch.syspath_prepend(str(project))
+    assert not any(name in sys.modules for name in names)
+    try:
+        helper = importlib.import_module("acme_helper")
+        helper.PREFIX[0] = "as the caller says. "
+        for imported_between in (None, None, "acme_helper.other"):
+            if imported_between:
+                importlib.import_module(imported_between).WORDS[0] = "as the caller says too. "
+            caller_s = {name: sys.modules[name] for name in names if name in sys.modules}
+            assert spec_loading.load_modules(project) == baseline
+            assert {name: sys.modules[name] for name in names if name in sys.modules} == caller_s
+        assert sys.modules["acme_helper"] is helper and len(caller_s) == 2
+    finally:
+        for name in names:
+            sys.modules.pop(name, None)
+
+
+def test_a_load_runs_no_module_s_getattr_while_it_sets_the_project_s_modules_aside(tmp_path):
+    """Telling the project's modules from the others reads each module's own namespace: a module in
+    sys.modules with a __getattr__ (user code, or torch's) is not asked for what it lacks."""
+    asked = []
+    watcher = types.ModuleType("acme_watcher")
+    watcher.__getattr__ = lambda name: asked.append(name) or (_ for _ in ()).throw(AttributeError(name))
+    sys.modules["acme_watcher"] = watcher
+    try:
+        spec_loading.load_modules(only_qnnpack_pt2e(tmp_path / "project"))
+    finally:
+        del sys.modules["acme_watcher"]
+    assert asked == []
+
+
+def only_qnnpack_pt2e(destination: Path) -> Path:
+    """A copy of the project's inputs with one small spec file (and the helpers)."""
+    project = copy_inputs(destination)
+    for spec in (project / "spec").glob("[!_]*.py"):
+        if spec.stem != "qnnpack_pt2e":
+            spec.unlink()
+    return project
