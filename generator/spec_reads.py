@@ -40,6 +40,9 @@ _STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
 _LISTING_EVENTS = ("os.listdir", "os.scandir")
 _OBSERVED_EVENTS = frozenset(("exec", "open", *_LISTING_EVENTS))
 _WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+# A module's namespace, read where the import system keeps it: not vars(), which asks the object for its
+# `__dict__` attribute, and a module's class (user code) may make that raise or answer with another dict.
+_namespace = types.ModuleType.__dict__["__dict__"].__get__
 
 # Namespaces every load shares: a load may rebind names in them, but not for the next one.
 _SHARED_NAMESPACES = ("builtins", "generator.dsl", "generator.model")
@@ -137,10 +140,12 @@ class Observer:
                 _restore(os.environ, saved_environment)  # name by name: never an empty environment
             for module, names in zip(shared, saved):
                 _restore(vars(module), names)
-            for name in set(sys.modules) - before:
-                module = sys.modules.get(name)
-                if self._is_local(module):
-                    self.note_file(getattr(module, "__file__", None), read)  # e.g. an extension module
+            entered = {name: sys.modules.get(name) for name in set(sys.modules) - before}
+            project = self._project_names(entered)
+            for name in sorted(entered, key=_depth):  # a package before its submodules, which may go with it
+                module = entered[name]
+                if name in project:
+                    self.note_file(_namespace(module).get("__file__"), read)  # e.g. an extension module
                     del sys.modules[name]
                 elif not _imported(name, module):
                     del sys.modules[name]  # put there by the spec itself: state the next load must not see
@@ -152,11 +157,31 @@ class Observer:
         shape = (list(modules), list(map(id, modules.values())))
         look, foreign = self._last_look, self._foreign
         if look.get("shape") != shape:
-            local = {name: m for name, m in modules.items() if foreign.get(id(m)) is not m and self._is_local(m)}
             unsettled = {name: m for name, m in modules.items() if foreign.get(id(m)) is not m}
+            project = self._project_names(unsettled)  # which sets more of them aside as foreign
+            unsettled = {name: m for name, m in unsettled.items() if foreign.get(id(m)) is not m}
             look.update(shape=shape, modules=modules, unsettled=unsettled)
-            return local
-        return {name: module for name, module in look["unsettled"].items() if self._is_local(module)}
+        else:
+            project = self._project_names(look["unsettled"])
+        return {name: modules[name] for name in project}
+
+    def _project_names(self, modules: dict[str, object]) -> set[str]:
+        """The names of the project's modules among `modules`. A module whose namespace names neither a file
+        nor folders (a stand-in a helper put into sys.modules for itself, answering from the module it
+        replaced) is the project's when its name is: a submodule of a project module, or a name the
+        project's top folder provides (`import acme` there finds the project's acme)."""
+        project, unplaced = set(), []
+        for name, module in modules.items():
+            local = self._is_local(module)
+            if local:
+                project.add(name)
+            elif local is None:
+                unplaced.append(name)
+        for name in sorted(unplaced, key=_depth):  # a package before its submodules
+            package, top = name.rpartition(".")[0], name.partition(".")[0]
+            if package in project or (top in self._top_level_names() and name not in sys.builtin_module_names):
+                project.add(name)
+        return project
 
     def note_module(self, dotted: str, read: set[str]) -> None:
         """Note the project files a dotted name (`my_backend.fusers.fuse`) would import, without importing."""
@@ -248,14 +273,15 @@ class Observer:
     def _is_local_file(self, filename: str) -> bool:
         return filename.startswith(self._prefix) and not filename.startswith(self._outside)
 
-    def _is_local(self, module) -> bool:
-        """A module of the project's own (spec.*, a helper), not the generator's or an installed one."""
+    def _is_local(self, module) -> bool | None:
+        """A module of the project's own (spec.*, a helper), not the generator's or an installed one; None
+        when its namespace names neither a file nor folders (sys, torch._C's submodules, a stand-in)."""
         if not issubclass(type(module), types.ModuleType):
             return False  # not type(): whatever a spec put in sys.modules, its __getattr__ must not run here
         # Read from the module's namespace, where the import system puts them, not with getattr: a module
         # without the attribute (sys, torch._C's ~40 submodules) would build and raise an AttributeError,
         # or run its __getattr__, on every load (half of a load's isolation cost).
-        attributes = vars(module)
+        attributes = _namespace(module)
         filename = attributes.get("__file__")
         if isinstance(filename, str):
             if self._is_local_file(filename):
@@ -263,8 +289,10 @@ class Observer:
             self._foreign[id(module)] = module
             return False
         paths = attributes.get("__path__")  # a namespace package: a folder without __init__.py
+        if paths is None:
+            return None
         try:
-            return any(str(p).startswith(self._prefix) and not str(p).startswith(self._outside) for p in paths or ())
+            return any(str(p).startswith(self._prefix) and not str(p).startswith(self._outside) for p in paths)
         except TypeError:
             return False
 
@@ -369,10 +397,14 @@ def note_read(filename: str) -> None:
 def _imported(name: str, module) -> bool:
     """Whether a module entered sys.modules through the import system (which gives it a __spec__)
     or as a package's own submodule (torch.ops, torch.backends: module objects torch makes itself,
-    without one), rather than being put there by the spec as a value."""
+    without one, while its package is in sys.modules), rather than being put there by the spec as a value."""
     if not issubclass(type(module), types.ModuleType):
         return False
-    return vars(module).get("__spec__") is not None or "." in name
+    return _namespace(module).get("__spec__") is not None or name.rpartition(".")[0] in sys.modules
+
+
+def _depth(name: str) -> int:
+    return name.count(".")
 
 
 def _restore(namespace: dict, saved: dict) -> None:

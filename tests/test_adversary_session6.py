@@ -1,0 +1,114 @@
+"""Adversarial user code against how a load tells the project's modules from the others in sys.modules
+(generator/spec_reads.py): each load runs on fresh project modules, and a caller gets its own back."""
+
+import importlib
+import sys
+import types
+
+import pytest
+
+from generator import spec_loading
+from tests.fewer_specs import fixture_of_projects_with_only
+from tests.test_adversary_session4 import doc_prefixed, run
+from tests.test_user_code import only_qnnpack_pt2e
+
+project_with_only = fixture_of_projects_with_only()
+
+# A helper module that puts a stand-in for itself into sys.modules (a lazy or deprecating wrapper, a
+# module with properties): the stand-in's namespace holds neither __file__ nor the helper's names,
+# which it answers for from the module it replaced.
+_STAND_IN = """import sys as _sys
+import types as _types
+
+LOADS = []
+
+
+class _StandIn(_types.ModuleType):
+    def __getattr__(self, name):
+        return getattr(_real, name)
+
+
+_real = _sys.modules[__name__]
+_sys.modules[__name__] = _StandIn(__name__)
+"""
+
+_COUNTING = "import acme.count as _count\n\n_count.LOADS.append(1)\n_DOC = f'loads seen: {len(_count.LOADS)}. '\n"
+
+
+def test_a_helper_submodule_that_stands_in_for_itself_is_fresh_for_each_load(project_with_only):
+    """native.py and x86.py both count their loads in acme.count, which puts a stand-in for itself into
+    sys.modules: were it kept, x86's output would depend on whether native's load ran in the process."""
+    project = project_with_only("native", "x86")
+    (project / "acme").mkdir()
+    (project / "acme" / "__init__.py").write_text("")
+    (project / "acme" / "count.py").write_text(_STAND_IN)
+    for name in ("native", "x86"):
+        doc_prefixed(project / "spec" / f"{name}.py", "_DOC", _COUNTING)
+    assert run(project, "regenerate").returncode == 0  # every load made: native's first
+    every_load_made = (project / "generated" / "x86.py").read_text()
+    assert "loads seen: 1. " in every_load_made
+    x86 = project / "spec" / "x86.py"
+    x86.write_text(x86.read_text() + "# an edit: native's load now comes from the model cache\n")
+    assert run(project, "regenerate").returncode == 0
+    assert (project / "generated" / "x86.py").read_text() == every_load_made
+    assert run(project, "check").returncode == 0
+
+
+@pytest.fixture
+def caller_s_modules():
+    """The project modules (acme_*) a test puts into sys.modules in this process, forgotten after it."""
+    yield
+    for name in [name for name in sys.modules if name.startswith("acme_")]:
+        del sys.modules[name]
+
+
+def test_a_caller_s_helper_that_stands_in_for_itself_is_set_aside_for_each_load(
+    tmp_path, monkeypatch, caller_s_modules
+):
+    """A process imported the project's helper (which put a stand-in for itself into sys.modules) and
+    changed it: each load still runs on a fresh helper, and the caller keeps its own."""
+    project = only_qnnpack_pt2e(tmp_path / "project")
+    (project / "acme_count.py").write_text(_STAND_IN)
+    prelude = "import acme_count as _count\n\n_count.LOADS.append(1)\n_DOC = f'loads seen: {len(_count.LOADS)}. '\n"
+    doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "_DOC", prelude)
+    baseline = spec_loading.load_modules(project)
+    assert baseline[0].doc.startswith("loads seen: 1. ")
+    monkeypatch.syspath_prepend(str(project))
+    caller_s = importlib.import_module("acme_count")
+    caller_s.LOADS.extend(["the caller's"] * 5)
+    for _ in range(2):  # the second finds sys.modules as the first left it
+        assert spec_loading.load_modules(project) == baseline
+        assert sys.modules["acme_count"] is caller_s and caller_s.LOADS == ["the caller's"] * 5
+
+
+class _GuardedNamespace(types.ModuleType):
+    """A module whose `__dict__` attribute refuses to be read (vars() asks it; the import system does not)."""
+
+    @property
+    def __dict__(self):
+        raise RuntimeError("not to be read")
+
+
+def test_a_module_whose_dict_attribute_raises_does_not_fail_a_load(tmp_path, caller_s_modules):
+    """A caller's module in sys.modules whose class makes `__dict__` raise: a load tells that it is not the
+    project's without asking it, and runs as it would without it."""
+    project = only_qnnpack_pt2e(tmp_path / "project")
+    baseline = spec_loading.load_modules(project)
+    sys.modules["acme_guarded"] = _GuardedNamespace("acme_guarded")
+    assert spec_loading.load_modules(project) == baseline
+    assert type(sys.modules["acme_guarded"]) is _GuardedNamespace
+
+
+def test_a_module_object_a_spec_puts_under_a_dotted_name_is_gone_for_the_next_load(project_with_only):
+    """native.py puts a module object of its own into sys.modules under a dotted name, and x86.py reads it:
+    were it kept, x86's output would depend on whether native's load ran in the same process."""
+    project = project_with_only("native", "x86")
+    writer, reader = project / "spec" / "native.py", project / "spec" / "x86.py"
+    leave = 'import sys as _sys, types as _types\n_sys.modules["leaked.doc"] = _types.ModuleType("leaked.doc")\n'
+    leave += '_sys.modules["leaked.doc"].DOC = "seen"\n'
+    writer.write_text(leave + writer.read_text())
+    read = 'import sys as _sys\n_SEEN = getattr(_sys.modules.get("leaked.doc"), "DOC", "unseen")\n'
+    doc_prefixed(reader, "_SEEN", read)
+    assert run(project, "regenerate").returncode == 0  # every load made: native's first
+    every_load_made = (project / "generated" / "x86.py").read_text()
+    assert "unseen" in every_load_made
