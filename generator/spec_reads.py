@@ -58,9 +58,10 @@ _hooked = False
 # where they are, so each is looked at once. Folder-less modules (namespace packages, whose
 # folders can grow) are looked at every time.
 _foreign_modules: dict[tuple[str, tuple[str, ...]], dict[int, object]] = {}
-# Per project, the last look at sys.modules: its names and module ids in order, the modules themselves
-# (held, so that no other object can take one of those ids meanwhile), and those the look could not set
-# aside as foreign. While sys.modules stays the same, a load looks again only at those few.
+# Per project, the last look at sys.modules: its names and module ids in order, and the names of the
+# modules it could not set aside as foreign. While sys.modules stays the same, a load looks again only
+# at those few. It holds no module: each one it skips is held in _foreign_modules, so no other object
+# can have taken its id meanwhile, and a module its caller lets go of is not kept alive.
 _last_looks: dict[tuple[str, tuple[str, ...]], dict[str, object]] = {}
 
 
@@ -159,10 +160,9 @@ class Observer:
         if look.get("shape") != shape:
             unsettled = {name: m for name, m in modules.items() if foreign.get(id(m)) is not m}
             project = self._project_names(unsettled)  # which sets more of them aside as foreign
-            unsettled = {name: m for name, m in unsettled.items() if foreign.get(id(m)) is not m}
-            look.update(shape=shape, modules=modules, unsettled=unsettled)
+            look.update(shape=shape, unsettled=[name for name, m in unsettled.items() if foreign.get(id(m)) is not m])
         else:
-            project = self._project_names(look["unsettled"])
+            project = self._project_names({name: modules[name] for name in look["unsettled"]})
         return {name: modules[name] for name in project}
 
     def _project_names(self, modules: dict[str, object]) -> set[str]:

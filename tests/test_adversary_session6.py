@@ -1,9 +1,11 @@
 """Adversarial user code against how a load tells the project's modules from the others in sys.modules
 (generator/spec_reads.py): each load runs on fresh project modules, and a caller gets its own back."""
 
+import gc
 import importlib
 import sys
 import types
+import weakref
 
 import pytest
 
@@ -112,3 +114,16 @@ def test_a_module_object_a_spec_puts_under_a_dotted_name_is_gone_for_the_next_lo
     assert run(project, "regenerate").returncode == 0  # every load made: native's first
     every_load_made = (project / "generated" / "x86.py").read_text()
     assert "unseen" in every_load_made
+
+
+def test_a_load_keeps_no_module_the_caller_let_go_of_alive(tmp_path, monkeypatch, caller_s_modules):
+    """A process imported the project's helper, loaded, then forgot the helper: nothing of the load's keeps
+    the module alive (what it holds, its finalizers, its memory), as if the process had never loaded."""
+    project = only_qnnpack_pt2e(tmp_path / "project")
+    (project / "acme_helper.py").write_text("DOC = 'the helper'\n")
+    monkeypatch.syspath_prepend(str(project))
+    helper = weakref.ref(importlib.import_module("acme_helper"))
+    spec_loading.load_modules(project)
+    del sys.modules["acme_helper"]
+    gc.collect()
+    assert helper() is None
