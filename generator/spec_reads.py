@@ -43,6 +43,8 @@ _WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 # A module's namespace, read where the import system keeps it: not vars(), which asks the object for its
 # `__dict__` attribute, and a module's class (user code) may make that raise or answer with another dict.
 _namespace = types.ModuleType.__dict__["__dict__"].__get__
+# Names under which the import system never looks for a module in the project.
+_NEVER_THE_PROJECT_S = frozenset((*sys.builtin_module_names, "__main__"))
 
 # Namespaces every load shares: a load may rebind names in them, but not for the next one.
 _SHARED_NAMESPACES = ("builtins", "generator.dsl", "generator.model")
@@ -142,7 +144,7 @@ class Observer:
             for module, names in zip(shared, saved):
                 _restore(vars(module), names)
             entered = {name: sys.modules.get(name) for name in set(sys.modules) - before}
-            project = self._project_names(entered)
+            project = _with_submodules(self._project_names(entered), entered)
             for name in sorted(entered, key=_depth):  # a package before its submodules, which may go with it
                 module = entered[name]
                 if name in project:
@@ -163,23 +165,18 @@ class Observer:
             look.update(shape=shape, unsettled=[name for name, m in unsettled.items() if foreign.get(id(m)) is not m])
         else:
             project = self._project_names({name: modules[name] for name in look["unsettled"]})
-        return {name: modules[name] for name in project}
+        return {name: modules[name] for name in _with_submodules(project, modules)}
 
     def _project_names(self, modules: dict[str, object]) -> set[str]:
         """The names of the project's modules among `modules`. A module whose namespace names neither a file
         nor folders (a stand-in a helper put into sys.modules for itself, answering from the module it
-        replaced) is the project's when its name is: a submodule of a project module, or a name the
-        project's top folder provides (`import acme` there finds the project's acme)."""
-        project, unplaced = set(), []
+        replaced) is the project's when its name is one the project's top folder provides (`import acme`
+        there finds the project's acme); as a project package's submodule, it is one (_with_submodules)."""
+        top_level = self._top_level_names()
+        project = set()
         for name, module in modules.items():
             local = self._is_local(module)
-            if local:
-                project.add(name)
-            elif local is None:
-                unplaced.append(name)
-        for name in sorted(unplaced, key=_depth):  # a package before its submodules
-            package, top = name.rpartition(".")[0], name.partition(".")[0]
-            if package in project or (top in self._top_level_names() and name not in sys.builtin_module_names):
+            if local or (local is None and name.partition(".")[0] in top_level and name not in _NEVER_THE_PROJECT_S):
                 project.add(name)
         return project
 
@@ -401,6 +398,18 @@ def _imported(name: str, module) -> bool:
     if not issubclass(type(module), types.ModuleType):
         return False
     return _namespace(module).get("__spec__") is not None or name.rpartition(".")[0] in sys.modules
+
+
+def _with_submodules(project: set[str], names) -> set[str]:
+    """`project` with the modules among `names` that are its packages' submodules, wherever they are loaded
+    from (the installed part of a namespace package the project shares): a fresh package needs fresh
+    submodules, since `import acme.tools` finds the one in sys.modules without giving the package its
+    attribute `tools`."""
+    if project:
+        for name in sorted(names, key=_depth):  # a package before its submodules
+            if name.rpartition(".")[0] in project:
+                project.add(name)
+    return project
 
 
 def _depth(name: str) -> int:

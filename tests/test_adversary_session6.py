@@ -127,3 +127,50 @@ def test_a_load_keeps_no_module_the_caller_let_go_of_alive(tmp_path, monkeypatch
     del sys.modules["acme_helper"]
     gc.collect()
     assert helper() is None
+
+
+def _namespace_package_in_two_places(tmp_path, project):
+    """The namespace package acme: acme.tools installed outside the project (tmp_path/site, which spec code
+    puts on sys.path), acme.docs in the project's own acme/ folder (no __init__.py)."""
+    (tmp_path / "site" / "acme").mkdir(parents=True)
+    (tmp_path / "site" / "acme" / "tools.py").write_text("DOC = 'from the tools. '\n")
+    (project / "acme").mkdir()
+    (project / "acme" / "docs.py").write_text("DOC = 'from the docs. '\n")
+    site = str(tmp_path / "site")
+    return f"import sys as _sys\n\n_sys.path.append({site!r})\nimport acme.tools\nimport acme.docs\n\n"
+
+
+def test_an_installed_part_of_a_namespace_package_the_project_shares_is_fresh_with_it(tmp_path, project_with_only):
+    """native.py and x86.py both use acme.tools (installed) and acme.docs (the project's): were acme.tools kept
+    after native's load while acme went, x86's `import acme.tools` would find it, and the fresh acme without
+    its attribute `tools` (AttributeError), but not when native's load comes from the model cache."""
+    project = project_with_only("native", "x86")
+    prelude = _namespace_package_in_two_places(tmp_path, project) + "_DOC = acme.tools.DOC + acme.docs.DOC\n"
+    for name in ("native", "x86"):
+        doc_prefixed(project / "spec" / f"{name}.py", "_DOC", prelude)
+    done = run(project, "regenerate")
+    assert done.returncode == 0, done.stderr
+    for name in ("native", "x86"):
+        assert "from the tools. from the docs. " in (project / "generated" / f"{name}.py").read_text()
+
+
+def test_a_caller_s_installed_part_of_a_namespace_package_the_project_shares_is_set_aside_with_it(
+    tmp_path, monkeypatch
+):
+    """A process imported acme.tools and acme.docs: a load that found the caller's acme.tools in sys.modules,
+    next to a fresh acme, would fail on `acme.tools` (AttributeError); the caller gets both back."""
+    project = only_qnnpack_pt2e(tmp_path / "project")
+    prelude = _namespace_package_in_two_places(tmp_path, project) + "_DOC = acme.tools.DOC + acme.docs.DOC\n"
+    doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "_DOC", prelude)
+    baseline = spec_loading.load_modules(project)
+    assert baseline[0].doc.startswith("from the tools. from the docs. ")
+    monkeypatch.syspath_prepend(str(project))
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    names = ("acme", "acme.tools", "acme.docs")
+    try:
+        caller_s = {name: importlib.import_module(name) for name in names}
+        assert spec_loading.load_modules(project) == baseline
+        assert {name: sys.modules[name] for name in names} == caller_s
+    finally:
+        for name in names:
+            sys.modules.pop(name, None)
