@@ -120,7 +120,9 @@ class Observer:
         kept = self._project_modules()
         for name in kept:
             del sys.modules[name]
-        before = set(sys.modules)
+        # What the load finds there; but for a module another thread is importing now (diff's torch), which
+        # may fail and leave: put back, it would be a half-run module that the next `import` takes as done.
+        before, importing = dict(sys.modules), set(importlib._bootstrap._module_locks)
         shared = [sys.modules[name] for name in _SHARED_NAMESPACES if name in sys.modules]
         saved = [dict(vars(module)) for module in shared]
         # Where imports look and the environment, too: a load that relied on an earlier one's
@@ -143,7 +145,7 @@ class Observer:
                 _restore(os.environ, saved_environment)  # name by name: never an empty environment
             for module, names in zip(shared, saved):
                 _restore(vars(module), names)
-            entered = {name: sys.modules.get(name) for name in set(sys.modules) - before}
+            entered = {name: sys.modules.get(name) for name in sys.modules.keys() - before.keys()}
             project = _with_submodules(self._project_names(entered), entered)
             for name in sorted(entered, key=_depth):  # a package before its submodules, which may go with it
                 module = entered[name]
@@ -152,6 +154,9 @@ class Observer:
                     del sys.modules[name]
                 elif not _imported(name, module):
                     del sys.modules[name]  # put there by the spec itself: state the next load must not see
+            for name, module in before.items():
+                if sys.modules.get(name) is not module and name not in importing:
+                    sys.modules[name] = module  # removed or replaced by the spec: the next load finds it as it was
             sys.modules.update(kept)
 
     def _project_modules(self) -> dict[str, object]:

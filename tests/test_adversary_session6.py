@@ -174,3 +174,29 @@ def test_a_caller_s_installed_part_of_a_namespace_package_the_project_shares_is_
     finally:
         for name in names:
             sys.modules.pop(name, None)
+
+
+_REMOVE_OR_REPLACE = {
+    "removed": "import sys as _sys\n\ndel _sys.modules['generator.dsl']\n",
+    "replaced": "import sys as _sys, types as _types\n\n_sys.modules['json'] = _types.SimpleNamespace(dumps=repr)\n",
+}
+
+
+@pytest.mark.parametrize("change", _REMOVE_OR_REPLACE.values(), ids=_REMOVE_OR_REPLACE.keys())
+def test_a_module_a_spec_removes_from_sys_modules_or_replaces_there_is_back_for_the_next_load(
+    project_with_only, change
+):
+    """native.py removes the vocabulary's module from sys.modules (x86's load would import another, whose
+    values are not the generator's), or replaces json there by a stand-in (x86 would use it): either way
+    x86's output would depend on whether native's load ran in the same process."""
+    project = project_with_only("native", "x86")
+    writer, reader = project / "spec" / "native.py", project / "spec" / "x86.py"
+    writer.write_text(writer.read_text() + change)
+    doc_prefixed(reader, "_DOC", 'import json as _json\n\n_DOC = _json.dumps("json") + " "\n')
+    done = run(project, "regenerate")  # every load made: native's first
+    assert done.returncode == 0, done.stderr
+    every_load_made = (project / "generated" / "x86.py").read_text()
+    assert '"json" ' in every_load_made
+    reader.write_text(reader.read_text() + "# an edit: native's load now comes from the model cache\n")
+    assert run(project, "regenerate").returncode == 0
+    assert (project / "generated" / "x86.py").read_text() == every_load_made
