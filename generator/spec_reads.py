@@ -15,7 +15,8 @@ event: it is not seen.)
 
 Each load also runs on fresh module objects: project modules (spec.* and the
 user's helpers) are taken out of sys.modules before it, and those it imported
-are dropped after it; sys.path and os.environ are restored after it. So one
+are dropped after it, and any other module it removed from sys.modules or replaced there
+is put back; sys.path and os.environ are restored after it. So one
 spec file cannot change what another produces, whatever it mutates, and the
 output does not depend on the order of loads or on which loads were kept.
 """
