@@ -129,7 +129,7 @@ class Observer:
         # Where imports look and the environment, too: a load that relied on an earlier one's
         # sys.path.insert or os.environ[...] would see it when every file is executed in order,
         # and not once the earlier load is kept.
-        saved_path, saved_environment = list(sys.path), dict(os.environ)
+        saved_path, saved_environment, imports = list(sys.path), dict(os.environ), _ImportSystem()
         finder, missed = _SourceOnlyFinder(self), _MissedImportNoter(self)
         sys.meta_path.insert(0, finder)
         sys.meta_path.append(missed)
@@ -138,9 +138,7 @@ class Observer:
             yield read
         finally:
             _observer, self._read = previous, None
-            for added in (finder, missed):
-                with contextlib.suppress(ValueError):  # user code may have rebuilt sys.meta_path
-                    sys.meta_path.remove(added)
+            imports.rebind()
             sys.path[:] = saved_path
             if os.environ != saved_environment:
                 _restore(os.environ, saved_environment)  # name by name: never an empty environment
@@ -158,6 +156,7 @@ class Observer:
             for name, module in before.items():
                 if sys.modules.get(name) is not module and name not in importing:
                     sys.modules[name] = module  # removed or replaced by the spec: the next load finds it as it was
+            imports.drop_what_was_added_by(project | kept.keys())
             sys.modules.update(kept)
 
     def _project_modules(self) -> dict[str, object]:
@@ -318,6 +317,50 @@ class Observer:
             filename = os.path.abspath(os.fsdecode(path))
         if self._read is not None:
             self.note_file(filename, self._read)
+
+
+class _ImportSystem:
+    """How imports worked as a load began: the lists and the dict they go through, as bound (a spec may
+    bind sys.modules to a copy: Python's own import would go on using the first one, and finding there the
+    modules this load imported), and the finders, path hooks and path finders in them. What the load's
+    own code added to those (an import hook a spec installs) would serve the next load's imports."""
+
+    def __init__(self):
+        self.bound = (sys.modules, sys.path, sys.meta_path, sys.path_hooks)
+        self.meta_path, self.path_hooks = list(sys.meta_path), list(sys.path_hooks)
+        self.cached = set(sys.path_importer_cache)
+
+    def rebind(self) -> None:
+        sys.modules, sys.path, sys.meta_path, sys.path_hooks = self.bound
+
+    def drop_what_was_added_by(self, modules: set[str]) -> None:
+        """Remove the finders (the generator's too), path hooks and path finders the load added that are
+        defined by the named modules, and put back those the load removed; the import system's order is kept."""
+        sys.meta_path[:] = _entries_kept(sys.meta_path, self.meta_path, modules | {__name__})
+        sys.path_hooks[:] = _entries_kept(sys.path_hooks, self.path_hooks, modules)
+        cache = sys.path_importer_cache
+        for path in [path for path in cache if path not in self.cached and _defined_by(cache[path], modules)]:
+            del cache[path]
+
+
+def _entries_kept(entries: list, saved: list, modules: set[str]) -> list:
+    kept = {id(entry) for entry in saved}
+    entries = [entry for entry in entries if id(entry) in kept or not _defined_by(entry, modules)]
+    present = {id(entry) for entry in entries}
+    for index, entry in enumerate(saved):
+        if id(entry) not in present:
+            entries.insert(index, entry)
+    return entries
+
+
+def _defined_by(entry, modules: set[str]) -> bool:
+    """Whether a finder or a path hook (a class, an instance, a function or a method) is one of `modules`' code."""
+    if issubclass(type(entry), types.MethodType):
+        entry = entry.__func__
+    if issubclass(type(entry), types.FunctionType):
+        return entry.__module__ in modules
+    owner = entry if issubclass(type(entry), type) else type(entry)
+    return vars(owner).get("__module__") in modules
 
 
 class _SourceOnlyFinder:

@@ -200,3 +200,58 @@ def test_a_module_a_spec_removes_from_sys_modules_or_replaces_there_is_back_for_
     reader.write_text(reader.read_text() + "# an edit: native's load now comes from the model cache\n")
     assert run(project, "regenerate").returncode == 0
     assert (project / "generated" / "x86.py").read_text() == every_load_made
+
+
+_VIRTUAL_FINDER = """
+import importlib.abc as _abc
+import importlib.util as _util
+import sys as _sys
+
+
+class _Virtual(_abc.MetaPathFinder, _abc.Loader):
+    def find_spec(self, name, path=None, target=None):
+        return _util.spec_from_loader(name, self) if name == "acme_virtual" else None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        module.DOC = "virtual"
+
+
+_sys.meta_path.insert(0, _Virtual())
+"""
+
+_OPTIONAL_VIRTUAL = """try:
+    from acme_virtual import DOC as _DOC
+except ImportError:
+    _DOC = "no virtual module"
+"""
+
+
+def test_a_finder_a_spec_adds_to_sys_meta_path_is_gone_for_the_next_load(project_with_only):
+    """native.py adds an import hook serving the module acme_virtual, which x86.py imports if it can: were the
+    hook kept, x86's output would depend on whether native's load ran in the same process."""
+    project = project_with_only("native", "x86")
+    writer = project / "spec" / "native.py"
+    writer.write_text(writer.read_text() + _VIRTUAL_FINDER)
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _OPTIONAL_VIRTUAL)
+    done = run(project, "regenerate")  # every load made: native's first
+    assert done.returncode == 0, done.stderr
+    assert "no virtual module" in (project / "generated" / "x86.py").read_text()
+
+
+def test_a_spec_that_rebinds_sys_modules_leaves_the_next_load_fresh_modules(project_with_only):
+    """native.py binds sys.modules to a copy of it: Python's own import (from ._acme import ...) still looks in
+    the first, where native's spec._acme would be found by x86's load, with native's changes."""
+    project = project_with_only("native", "x86")
+    (project / "spec" / "_acme.py").write_text("LOADS = []\n")
+    counting = "from ._acme import LOADS as _LOADS\n\n_LOADS.append(1)\n_DOC = f'loads seen: {len(_LOADS)}. '\n"
+    for name in ("native", "x86"):
+        doc_prefixed(project / "spec" / f"{name}.py", "_DOC", counting)
+    writer = project / "spec" / "native.py"
+    writer.write_text(writer.read_text() + "\nimport sys as _sys\n\n_sys.modules = dict(_sys.modules)\n")
+    done = run(project, "regenerate")
+    assert done.returncode == 0, done.stderr
+    for name in ("native", "x86"):
+        assert "loads seen: 1. " in (project / "generated" / f"{name}.py").read_text()
