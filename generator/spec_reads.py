@@ -328,19 +328,23 @@ class _ImportSystem:
     def __init__(self):
         self.bound = (sys.modules, sys.path, sys.meta_path, sys.path_hooks)
         self.meta_path, self.path_hooks = list(sys.meta_path), list(sys.path_hooks)
-        self.cached = set(sys.path_importer_cache)
+        self.cached = dict(sys.path_importer_cache)
 
     def rebind(self) -> None:
         sys.modules, sys.path, sys.meta_path, sys.path_hooks = self.bound
 
     def drop_what_was_added_by(self, modules: set[str]) -> None:
         """Remove the finders (the generator's too), path hooks and path finders the load added that are
-        defined by the named modules, and put back those the load removed; the import system's order is kept."""
+        defined by the named modules, and put back those the load removed or replaced by one of those;
+        the import system's order is kept."""
         sys.meta_path[:] = _entries_kept(sys.meta_path, self.meta_path, modules | {__name__})
         sys.path_hooks[:] = _entries_kept(sys.path_hooks, self.path_hooks, modules)
         cache = sys.path_importer_cache
-        for path in [path for path in cache if path not in self.cached and _defined_by(cache[path], modules)]:
-            del cache[path]
+        for path in [path for path, finder in cache.items() if _defined_by(finder, modules)]:
+            if path in self.cached:
+                cache[path] = self.cached[path]
+            else:
+                del cache[path]
 
 
 def _entries_kept(entries: list, saved: list, modules: set[str]) -> list:

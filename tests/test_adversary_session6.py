@@ -255,3 +255,37 @@ def test_a_spec_that_rebinds_sys_modules_leaves_the_next_load_fresh_modules(proj
     assert done.returncode == 0, done.stderr
     for name in ("native", "x86"):
         assert "loads seen: 1. " in (project / "generated" / f"{name}.py").read_text()
+
+
+_PROJECT_FOLDER_S_FINDER = """
+import importlib.machinery as _machinery
+import importlib.util as _util
+import os as _os
+import sys as _sys
+
+
+class _Virtual(_machinery.PathFinder):
+    def find_spec(self, name, target=None):
+        return _util.spec_from_loader(name, self) if name == "acme_virtual" else None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        module.DOC = "virtual"
+
+
+_sys.path_importer_cache[_os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))] = _Virtual()
+"""
+
+
+def test_a_path_finder_a_spec_puts_in_place_of_the_project_folder_s_is_gone_for_the_next_load(project_with_only):
+    """native.py replaces the finder Python keeps for the project's folder (on sys.path) by one serving
+    acme_virtual, which x86.py imports if it can: kept, it would serve x86's load after native's."""
+    project = project_with_only("native", "x86")
+    writer = project / "spec" / "native.py"
+    writer.write_text(writer.read_text() + _PROJECT_FOLDER_S_FINDER)
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _OPTIONAL_VIRTUAL)
+    done = run(project, "regenerate")  # every load made: native's first
+    assert done.returncode == 0, done.stderr
+    assert "no virtual module" in (project / "generated" / "x86.py").read_text()
