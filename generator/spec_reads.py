@@ -144,20 +144,26 @@ class Observer:
                 _restore(os.environ, saved_environment)  # name by name: never an empty environment
             for module, names in zip(shared, saved):
                 _restore(vars(module), names)
-            entered = {name: sys.modules.get(name) for name in sys.modules.keys() - before.keys()}
-            project = _with_submodules(self._project_names(entered), entered)
-            for name in sorted(entered, key=_depth):  # a package before its submodules, which may go with it
-                module = entered[name]
-                if name in project:
-                    self.note_file(_namespace(module).get("__file__"), read)  # e.g. an extension module
-                    del sys.modules[name]
-                elif not _imported(name, module):
-                    del sys.modules[name]  # put there by the spec itself: state the next load must not see
-            for name, module in before.items():
-                if sys.modules.get(name) is not module and name not in importing:
-                    sys.modules[name] = module  # removed or replaced by the spec: the next load finds it as it was
+            project = self._modules_as_before(before, importing, read)
             imports.drop_what_was_added_by(project | kept.keys())
             sys.modules.update(kept)
+
+    def _modules_as_before(self, before: dict[str, object], importing: set[str], read: set[str]) -> set[str]:
+        """Drop from sys.modules the project modules a load imported and what its code put there, and put
+        back what it removed or replaced; the names of the project modules it imported."""
+        entered = {name: sys.modules.get(name) for name in sys.modules.keys() - before.keys()}
+        project = _with_submodules(self._project_names(entered), entered)
+        for name in sorted(entered, key=_depth):  # a package before its submodules, which may go with it
+            module = entered[name]
+            if name in project:
+                self.note_file(_namespace(module).get("__file__"), read)  # e.g. an extension module
+                del sys.modules[name]
+            elif not _imported(name, module):
+                del sys.modules[name]  # put there by the spec itself: state the next load must not see
+        for name, module in before.items():
+            if sys.modules.get(name) is not module and name not in importing:
+                sys.modules[name] = module  # removed or replaced by the spec: the next load finds it as it was
+        return project
 
     def _project_modules(self) -> dict[str, object]:
         """The project's modules in sys.modules now, by name."""
