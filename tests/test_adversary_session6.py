@@ -222,41 +222,6 @@ class _Virtual(_abc.MetaPathFinder, _abc.Loader):
 _sys.meta_path.insert(0, _Virtual())
 """
 
-_OPTIONAL_VIRTUAL = """try:
-    from acme_virtual import DOC as _DOC
-except ImportError:
-    _DOC = "no virtual module"
-"""
-
-
-def test_a_finder_a_spec_adds_to_sys_meta_path_is_gone_for_the_next_load(project_with_only):
-    """native.py adds an import hook serving the module acme_virtual, which x86.py imports if it can: were the
-    hook kept, x86's output would depend on whether native's load ran in the same process."""
-    project = project_with_only("native", "x86")
-    writer = project / "spec" / "native.py"
-    writer.write_text(writer.read_text() + _VIRTUAL_FINDER)
-    doc_prefixed(project / "spec" / "x86.py", "_DOC", _OPTIONAL_VIRTUAL)
-    done = run(project, "regenerate")  # every load made: native's first
-    assert done.returncode == 0, done.stderr
-    assert "no virtual module" in (project / "generated" / "x86.py").read_text()
-
-
-def test_a_spec_that_rebinds_sys_modules_leaves_the_next_load_fresh_modules(project_with_only):
-    """native.py binds sys.modules to a copy of it: Python's own import (from ._acme import ...) still looks in
-    the first, where native's spec._acme would be found by x86's load, with native's changes."""
-    project = project_with_only("native", "x86")
-    (project / "spec" / "_acme.py").write_text("LOADS = []\n")
-    counting = "from ._acme import LOADS as _LOADS\n\n_LOADS.append(1)\n_DOC = f'loads seen: {len(_LOADS)}. '\n"
-    for name in ("native", "x86"):
-        doc_prefixed(project / "spec" / f"{name}.py", "_DOC", counting)
-    writer = project / "spec" / "native.py"
-    writer.write_text(writer.read_text() + "\nimport sys as _sys\n\n_sys.modules = dict(_sys.modules)\n")
-    done = run(project, "regenerate")
-    assert done.returncode == 0, done.stderr
-    for name in ("native", "x86"):
-        assert "loads seen: 1. " in (project / "generated" / f"{name}.py").read_text()
-
-
 _PROJECT_FOLDER_S_FINDER = """
 import importlib.machinery as _machinery
 import importlib.util as _util
@@ -278,14 +243,40 @@ class _Virtual(_machinery.PathFinder):
 _sys.path_importer_cache[_os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))] = _Virtual()
 """
 
+_HOOKS = {"meta_path": _VIRTUAL_FINDER, "path_finder": _PROJECT_FOLDER_S_FINDER}
 
-def test_a_path_finder_a_spec_puts_in_place_of_the_project_folder_s_is_gone_for_the_next_load(project_with_only):
-    """native.py replaces the finder Python keeps for the project's folder (on sys.path) by one serving
-    acme_virtual, which x86.py imports if it can: kept, it would serve x86's load after native's."""
+_OPTIONAL_VIRTUAL = """try:
+    from acme_virtual import DOC as _DOC
+except ImportError:
+    _DOC = "no virtual module"
+"""
+
+
+@pytest.mark.parametrize("hook", _HOOKS.values(), ids=_HOOKS.keys())
+def test_an_import_hook_a_spec_installs_is_gone_for_the_next_load(project_with_only, hook):
+    """native.py adds a finder serving the module acme_virtual to sys.meta_path, or puts one in place of the
+    finder Python keeps for the project's folder (on sys.path); x86.py imports acme_virtual if it can: were
+    the hook kept, x86's output would depend on whether native's load ran in the same process."""
     project = project_with_only("native", "x86")
     writer = project / "spec" / "native.py"
-    writer.write_text(writer.read_text() + _PROJECT_FOLDER_S_FINDER)
+    writer.write_text(writer.read_text() + hook)
     doc_prefixed(project / "spec" / "x86.py", "_DOC", _OPTIONAL_VIRTUAL)
     done = run(project, "regenerate")  # every load made: native's first
     assert done.returncode == 0, done.stderr
     assert "no virtual module" in (project / "generated" / "x86.py").read_text()
+
+
+def test_a_spec_that_rebinds_sys_modules_leaves_the_next_load_fresh_modules(project_with_only):
+    """native.py binds sys.modules to a copy of it: Python's own import (from ._acme import ...) still looks in
+    the first, where native's spec._acme would be found by x86's load, with native's changes."""
+    project = project_with_only("native", "x86")
+    (project / "spec" / "_acme.py").write_text("LOADS = []\n")
+    counting = "from ._acme import LOADS as _LOADS\n\n_LOADS.append(1)\n_DOC = f'loads seen: {len(_LOADS)}. '\n"
+    for name in ("native", "x86"):
+        doc_prefixed(project / "spec" / f"{name}.py", "_DOC", counting)
+    writer = project / "spec" / "native.py"
+    writer.write_text(writer.read_text() + "\nimport sys as _sys\n\n_sys.modules = dict(_sys.modules)\n")
+    done = run(project, "regenerate")
+    assert done.returncode == 0, done.stderr
+    for name in ("native", "x86"):
+        assert "loads seen: 1. " in (project / "generated" / f"{name}.py").read_text()
