@@ -23,7 +23,7 @@ import pytest
 from generator import cli, manifest, planning, writing
 from tests.committed_copy import commit_all_once
 from tests.conftest import ROOT, git
-from tests.one_path import project_at_one_path
+from tests.reduced_at_one_path import reduced_project_at_one_path
 from tests.shared_builds import built_once
 from tests.test_bad_input import snapshot
 
@@ -37,7 +37,10 @@ COMMANDS = {
     "diff": ["diff"],
     "import": ["import", "env_builder:get_env_backend_config", "--name", "imported"],
 }
-project = project_at_one_path("environment")  # a fresh copy per test, at one path (see there)
+# A fresh copy per test, at one path (see there), of the project with two spec files: x86, which the tests
+# touch, and tensorrt, whose module the mode test removes. Each condition here is about the process, the
+# options and the files around the run, not about what the other spec files make; each run loads less.
+project = reduced_project_at_one_path("environment", "tensorrt", "x86")
 EVERY_COMMAND = pytest.mark.parametrize("command", list(COMMANDS.values()), ids=list(COMMANDS))
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
