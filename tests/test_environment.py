@@ -23,7 +23,8 @@ import pytest
 from generator import cli, manifest, planning, writing
 from tests.committed_copy import commit_all_once
 from tests.conftest import ROOT, git
-from tests.one_path import project_at_one_path
+from tests.fewer_specs import copy_with_only
+from tests.reduced_at_one_path import reduced_project_at_one_path
 from tests.shared_builds import built_once
 from tests.test_bad_input import snapshot
 
@@ -37,7 +38,11 @@ COMMANDS = {
     "diff": ["diff"],
     "import": ["import", "env_builder:get_env_backend_config", "--name", "imported"],
 }
-project = project_at_one_path("environment")  # a fresh copy per test, at one path (see there)
+# A fresh copy per test, at one path (see there), of the project with two spec files: x86, which the tests
+# touch, and tensorrt, whose module the mode test removes. Each condition here is about the process, the
+# options and the files around the run, not about what the other spec files make; each run loads less.
+SPEC_FILES = ("tensorrt", "x86")
+project = reduced_project_at_one_path("environment", *SPEC_FILES)
 EVERY_COMMAND = pytest.mark.parametrize("command", list(COMMANDS.values()), ids=list(COMMANDS))
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
@@ -309,9 +314,16 @@ def test_a_rewritten_file_keeps_its_mode_and_a_new_file_gets_the_umask_default(c
 BAD_OPTIONS = [["--jobs", "0"], ["--jobs", "-1"], ["--jobs", "two"], ["--root"], ["--no-such-option"]]
 
 
+@pytest.fixture(scope="module")
+def untouched_project(tmp_path_factory) -> Path:
+    """One copy of the project for the tests whose command never starts (the options stop it first)."""
+    return copy_with_only(tmp_path_factory, tmp_path_factory.mktemp("untouched") / "project", *SPEC_FILES)
+
+
 @EVERY_COMMAND
 @pytest.mark.parametrize("bad", BAD_OPTIONS, ids=[" ".join(b) for b in BAD_OPTIONS])
-def test_a_bad_option_value_is_a_usage_error(command, bad, project, capsys):
+def test_a_bad_option_value_is_a_usage_error(command, bad, untouched_project, capsys):
+    project = untouched_project
     if bad[0] == "--jobs" and command[0] not in ("regenerate", "check"):
         bad = ["--no-such-option"]  # only regenerate and check take --jobs
     with pytest.raises(SystemExit) as exit_info:
@@ -456,7 +468,8 @@ def test_a_stdout_the_shell_closed_is_one_line_naming_it_and_the_tree_stays_whol
 
 
 @pytest.mark.parametrize("command", [["--help"], ["check", "--help"]])
-def test_help_that_cannot_reach_standard_output_is_one_line_not_a_silent_success(command, project):
+def test_help_that_cannot_reach_standard_output_is_one_line_not_a_silent_success(command, untouched_project):
+    project = untouched_project
     with open("/dev/full", "w") as full:
         done = generator_run(project, *command, stdout=full)
     assert (done.returncode, done.stderr) == (2, b"error: cannot write to standard output: No space left on device\n")

@@ -12,8 +12,9 @@ spec/_common.py (new input digests in the manifest). Two ways of killing:
   it after half the files are written, and the test kills it there.
 """
 
+import contextlib
+import io
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,9 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli, manifest, pipeline, planning, writing
+from generator import cli, manifest, planning, writing
 from tests.conftest import ROOT, copy_project
 from tests.killed_writer import Killer
+from tests.shared_builds import computed_once
 
 
 def change_every_output(project: Path) -> None:
@@ -47,17 +49,23 @@ def contents(project: Path) -> dict[Path, bytes]:
     return {path: path.read_bytes() for path in outputs(project)}
 
 
-@pytest.fixture(scope="module")
-def versions(tmp_path_factory):
-    """(old, new, project): the bytes of every output before and after the change, by path relative to
-    the project, and the project regenerated after the change (its format cache holds the new pieces)."""
-    project = copy_project(tmp_path_factory.mktemp("versions"))
+def regenerated_versions(project: Path) -> tuple[dict, dict]:
+    """(old, new): the bytes of every output before and after the change, by path relative to the project."""
+    copy_project(project)
     old = {p.relative_to(project): b for p, b in contents(project).items()}
     change_every_output(project)
-    assert cli.main(["--root", str(project), "regenerate"]) == 0
+    with contextlib.redirect_stdout(io.StringIO()):  # the written files' list
+        assert cli.main(["--root", str(project), "regenerate"]) == 0
     new = {p.relative_to(project): b for p, b in contents(project).items()}
     assert all(old[p] != new[p] for p in old), "every output must change"
-    return old, new, project
+    return old, new
+
+
+@pytest.fixture(scope="module")
+def versions(tmp_path_factory):
+    """(old, new): see regenerated_versions; computed once per test run, by whichever worker asks first."""
+    project = tmp_path_factory.mktemp("versions") / "project"
+    return computed_once(tmp_path_factory, "interruption", "versions", lambda: regenerated_versions(project))
 
 
 def verify_whole_and_fresh_exactly_when_new(project: Path, old: dict, new: dict, targets=None) -> set[str]:
@@ -74,24 +82,25 @@ def verify_whole_and_fresh_exactly_when_new(project: Path, old: dict, new: dict,
     return renewed
 
 
-def restore(project: Path, old: dict) -> None:
+def restore(project: Path, old: dict, changed: set[str]) -> None:
+    """The old version of every output in `changed` (the others are old already)."""
     for relative, data in old.items():
-        (project / relative).write_bytes(data)
+        if str(relative) in changed:
+            (project / relative).write_bytes(data)
 
 
 def test_killed_at_every_step_of_writing(versions, tmp_path):
-    old, new, regenerated = versions
+    old, new = versions
     project = copy_project(tmp_path / "project")
     change_every_output(project)
-    # What is written is under test here, not black: the pieces black formatted for `versions` are reused.
-    shutil.copytree(pipeline.cache_folder(regenerated), pipeline.cache_folder(project), dirs_exist_ok=True)
     targets = planning.plan(project)
-    texts = pipeline.build(project, pipeline.load(project, validate=True), targets)
-    killed, mixed = 0, 0
+    # What is written is under test here, not how it is made: the texts are those the real regenerate wrote.
+    texts = {t.name: new[t.output.relative_to(project)].decode() for t in targets}
+    killed, mixed, renewed = 0, 0, set(map(str, old))
     killer = Killer(tmp_path / "job.pickle", project, targets, texts, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     try:
         for point in range(1000):
-            restore(project, old)
+            restore(project, old, renewed | {str(manifest.PATH)})  # what the last kill left new
             if not killer.killed_at(point):
                 break
             killed += 1
@@ -125,7 +134,7 @@ def assert_no_process_left(project: Path) -> None:
 
 def test_real_regenerate_killed_mid_write_then_check_tells_the_truth(versions, tmp_path, capsys):
     """A real run stops at the test-only pause point after writing half the files, and is killed there."""
-    old, new, _ = versions
+    old, new = versions
     project = copy_project(tmp_path / "project")
     change_every_output(project)  # no format cache of the change: the run's formatting workers are started
     halfway = len(old) // 2

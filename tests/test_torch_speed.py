@@ -31,8 +31,14 @@ from generator import cli, compare, forked, reviewing
 from generator.errors import UnknownTorchNameError
 from generator.model import SourceLocation
 from tests.builders import discover
-from tests.conftest import ROOT, commit_all, copy_project
+from tests.conftest import ROOT, commit_all
+from tests.fewer_specs import copy_with_only, fixture_of_projects_with_only
 from tests.shared_builds import worker_copy
+
+# The tests below that run the generator on a project need only the spec files they are about (and the
+# session's caches, which know every committed spec's torch names): the others would only be loaded,
+# expanded and compared again in each run, in a fresh interpreter as in this one.
+project_with_only = fixture_of_projects_with_only()
 
 
 @pytest.fixture
@@ -104,9 +110,10 @@ SAYS_WHERE = "\nimport os\nimport sys\n\nprint('spec/x86.py ran in', os.getpid()
 LAYOUT_END = "            ),\n        )\n    ],\n)\n"
 
 
-def says_where(project) -> None:
-    """The project with a spec/x86.py that says on standard error which process ran it, regenerated."""
-    copy_project(project)
+def says_where(factory, project) -> None:
+    """The project reduced to spec/x86.py, which says on standard error which process ran it, regenerated."""
+    project.rmdir()  # worker_copy's empty folder: copy_with_only makes it
+    copy_with_only(factory, project, "x86")
     x86 = project / "spec" / "x86.py"
     x86.write_text("from generator.dsl import config, nn\n" + x86.read_text() + SAYS_WHERE)
     with contextlib.redirect_stderr(io.StringIO()):
@@ -116,7 +123,7 @@ def says_where(project) -> None:
 @pytest.fixture
 def x86_says_where(tmp_path_factory):
     """A copy of its own of that project, built once per test run (three tests start from it)."""
-    return worker_copy(tmp_path_factory, "x86-says-where", says_where)
+    return worker_copy(tmp_path_factory, "x86-says-where", lambda folder: says_where(tmp_path_factory, folder))
 
 
 def without_kept_loads(project):
@@ -176,7 +183,8 @@ def twin(project, tmp_path):
     return shutil.copytree(project, tmp_path / "twin")
 
 
-def test_a_new_torch_name_is_looked_up_beside_the_build_with_the_same_result(project, tmp_path, capsys) -> None:
+def test_a_new_torch_name_is_looked_up_beside_the_build_with_the_same_result(project_with_only, tmp_path, capsys):
+    project = project_with_only("x86")  # x86 uses DEFAULT_OPS (spec/_common.py), where the new name goes
     forked, here = with_silu(project), with_silu(twin(project, tmp_path))
     assert "torch.nn.SiLU" not in names_cache(forked)
     run = fresh_interpreter(forked, "regenerate")
@@ -228,9 +236,10 @@ MISSING = "error: spec/mine.py:17: unknown torch name torch.nn.SiLUU: torch.nn h
     ids=["new name, wrong kind", "missing name", "missing method name"],
 )
 def test_the_first_error_is_the_same_from_the_child_as_from_this_process(
-    project, tmp_path, capsys, pattern, expected
+    project_with_only, tmp_path, capsys, pattern, expected
 ) -> None:
     errors = []
+    project = project_with_only("x86")
     (project / "spec" / "mine.py").write_text(MINE.replace("PATTERN", pattern))
     for name, copy in (("forked", project), ("here", twin(project, tmp_path))):
         before = outputs(copy)
@@ -400,12 +409,14 @@ def test_diff_against_torch_runs_the_spec_in_a_child_while_torch_imports(x86_say
     project = without_kept_loads(x86_says_where)
     pid, code, out, err = fresh_process(project, "diff", "--against-torch")
     referenced = [b for b in discover(project) if b.reference is not None]  # no backend count written here
-    assert (code, out) == (0, f"no differences in {len(referenced)} backends (torch -> generated)\n"), err
+    backends = f"{len(referenced)} backend{'s' if len(referenced) != 1 else ''}"
+    assert (code, out) == (0, f"no differences in {backends} (torch -> generated)\n"), err
     pids = [int(line.split()[-1]) for line in err.splitlines() if line.startswith("spec/x86.py ran in")]
     assert len(pids) == 1 and pids[0] != pid
 
 
-def test_diff_against_torch_reports_a_spec_error_from_the_child_as_from_this_process(project, capsys) -> None:
+def test_diff_against_torch_reports_a_spec_error_from_the_child_as_from_this_process(project_with_only, capsys):
+    project = project_with_only("x86")
     x86 = project / "spec" / "x86.py"
     x86.write_text(x86.read_text() + "\nraise ValueError('broken on purpose')\n")
     _, code, out, err = fresh_process(project, "diff", "--against-torch")
