@@ -17,6 +17,7 @@ from generator import cli, planning, resolution, spec_loading
 from tests.builders import discover
 from tests.committed_copy import commit_all_once
 from tests.conftest import ROOT, commit_all, copy_project, git
+from tests.fewer_specs import copy_with_only
 from tests.one_path import project_at_one_path
 
 ACCELERATOR = ROOT / "tests" / "custom_backends" / "accelerator" / "spec" / "edge_npu.py"
@@ -112,10 +113,12 @@ def monorepo(tmp_path_factory) -> Path:
     """A git repository whose project lives at vendor/backend-configs/, next to other code.
 
     A fresh one per test, at one path (as tests/one_path.py does for `project`), its one commit made once per run.
+    The project holds the spec files the tests edit, qnnpack's and x86's (tests/fewer_specs.py): every
+    diff and check there loads and builds its spec/, and the tests are about where the project is.
     """
     repo = tmp_path_factory.getbasetemp() / "one-path-monorepo" / "repo"
     shutil.rmtree(repo, ignore_errors=True)
-    project = copy_project(repo / "vendor" / "backend-configs")
+    project = copy_with_only(tmp_path_factory, repo / "vendor" / "backend-configs", "qnnpack", "x86")
     (repo / "README.md").write_text("the rest of the monorepo\n")
     (repo / "generated").mkdir()  # the top level has a generated/ of its own, which is not ours
     (repo / "generated" / "other.py").write_text("x = 1\n")
