@@ -25,6 +25,16 @@ ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 project = project_at_one_path("where_users_work")  # a fresh copy per test, at one path (see there)
 
 
+@pytest.fixture
+def project_with_two_backends(tmp_path_factory) -> Path:
+    """A fresh copy of the project holding two committed spec files, fbgemm's and x86's (tests/fewer_specs.py),
+    at one path, as `project` is: for tests about a backend of the user's own, whose runs would otherwise
+    load and build every spec file."""
+    path = tmp_path_factory.getbasetemp() / "one-path-where_users_work-fewer" / "project"
+    shutil.rmtree(path, ignore_errors=True)
+    return copy_with_only(tmp_path_factory, path, "fbgemm", "x86")
+
+
 def add_user_backend(project: Path, name: str, file: str | None = None) -> Path:
     """The two-op accelerator backend as spec/<file>.py, renamed so that it clashes with no backend in spec/."""
     spec = project / "spec" / f"{file or name}.py"
@@ -296,7 +306,8 @@ def test_a_long_command_shows_a_progress_line_on_a_terminal_only(project, capfd)
 # ---------------------------------------------------------------------------
 
 
-def test_commands_that_enumerate_backends_take_a_user_s_own_backend(project, monkeypatch, capsys):
+def test_commands_that_enumerate_backends_take_a_user_s_own_backend(project_with_two_backends, monkeypatch, capsys):
+    project = project_with_two_backends
     spec = add_user_backend(project, "user_npu")
     monkeypatch.chdir(project)
     code, out, err = run(capsys, "regenerate", "--jobs", "1")
@@ -353,7 +364,8 @@ def learn_the_new_torch_names(project: Path) -> None:
                 del sys.modules[name]
 
 
-def test_an_importable_only_the_project_root_provides_is_refused_at_its_spec_line(project, tmp_path):
+def test_an_importable_only_the_project_root_provides_is_refused_at_its_spec_line(project_with_two_backends, tmp_path):
+    project = project_with_two_backends
     package = project / "npu_fused_ext"
     package.mkdir()
     (package / "__init__.py").write_text("")
