@@ -28,8 +28,8 @@ project = project_at_one_path("where_users_work")  # a fresh copy per test, at o
 @pytest.fixture
 def project_with_two_backends(tmp_path_factory) -> Path:
     """A fresh copy of the project holding two committed spec files, fbgemm's and x86's (tests/fewer_specs.py),
-    at one path, as `project` is: for tests about a backend of the user's own, whose runs would otherwise
-    load and build every spec file."""
+    at one path, as `project` is: for tests about a backend of the user's own, or about how a command runs,
+    whose runs would otherwise load and build every spec file."""
     path = tmp_path_factory.getbasetemp() / "one-path-where_users_work-fewer" / "project"
     shutil.rmtree(path, ignore_errors=True)
     return copy_with_only(tmp_path_factory, path, "fbgemm", "x86")
@@ -72,8 +72,9 @@ def test_every_folder_of_the_project_finds_its_root(where, project, monkeypatch,
     assert (code, err) == (0, "") and out == f"unchanged {planning.MATRIX_OUTPUT.as_posix()}\n"
 
 
-def test_regenerate_from_spec_is_not_misled_by_a_spec_file_named_like_a_package(project):
+def test_regenerate_from_spec_is_not_misled_by_a_spec_file_named_like_a_package(project_with_two_backends):
     """`python -m` puts the current folder on sys.path: spec/black.py must not stand in for black."""
+    project = project_with_two_backends
     add_user_backend(project, "black_box_npu", file="black")
     done = generator_process(project / "spec", "regenerate", "--jobs", "1")
     assert done.returncode == 0, done.stderr
@@ -285,7 +286,8 @@ def run_with_terminal_stderr(cwd: Path, *args: str) -> tuple[int, str, bytes]:
     return process.wait(), out, shown
 
 
-def test_a_long_command_shows_a_progress_line_on_a_terminal_only(project, capfd):
+def test_a_long_command_shows_a_progress_line_on_a_terminal_only(project_with_two_backends, capfd):
+    project = project_with_two_backends
     code, out, shown = run_with_terminal_stderr(project, "regenerate", "--force", "--jobs", "1")
     assert code == 0, shown
     outputs = len(planning.plan(project))
