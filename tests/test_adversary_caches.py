@@ -79,28 +79,30 @@ def assert_truthful(project: Path, elsewhere: Path) -> None:
 
 def test_renaming_a_spec_file_names_the_module_after_its_new_name(project_with_only, tmp_path):
     """A spec without Module(name=...) is named after its file: the kept name of the same content is not."""
-    project = project_with_only("x86")
+    project = project_with_only("qnnpack_pt2e")  # the smallest spec file: what is attacked is its name
     assert run_here(project, "regenerate").returncode == 0
-    (project / "spec" / "x86.py").rename(project / "spec" / "x86_renamed.py")
+    (project / "spec" / "qnnpack_pt2e.py").rename(project / "spec" / "qnnpack_pt2e_renamed.py")
     done = run(project, "check")
     assert done.returncode == 1, done.stdout + done.stderr
     assert_truthful(project, tmp_path / "truth")
-    assert (project / "generated" / "x86_renamed.py").is_file()
-    assert not (project / "generated" / "x86.py").exists()
+    assert (project / "generated" / "qnnpack_pt2e_renamed.py").is_file()
+    assert not (project / "generated" / "qnnpack_pt2e.py").exists()
 
 
 def test_two_spec_files_with_the_same_content_make_two_modules(project_with_only, tmp_path):
     """Twins whose backend is named after the spec module: one content, two files, two generated modules."""
-    project = project_with_only("tensorrt")
-    spec = project / "spec" / "tensorrt.py"
-    text = spec.read_text().replace('name="tensorrt"', 'name=__name__.rpartition(".")[2]')
+    project = project_with_only("qnnpack_pt2e")  # the smallest spec file: what is attacked is its name
+    spec = project / "spec" / "qnnpack_pt2e.py"
+    named = 'name="qnnpack_pytorch_2.0_export"'
+    assert named in spec.read_text()
+    text = spec.read_text().replace(named, 'name=__name__.rpartition(".")[2]')
     spec.write_text(text)
     assert run_here(project, "regenerate").returncode == 0
-    (project / "spec" / "tensorrt_twin.py").write_text(text)
+    (project / "spec" / "qnnpack_pt2e_twin.py").write_text(text)
     done = run(project, "check")
     assert done.returncode == 1, done.stdout + done.stderr
     assert_truthful(project, tmp_path / "truth")
-    assert (project / "generated" / "tensorrt_twin.py").is_file()
+    assert (project / "generated" / "qnnpack_pt2e_twin.py").is_file()
 
 
 def outcome(project: Path, *args: str, runner=run) -> tuple[int, str, dict[str, bytes]]:
