@@ -168,15 +168,16 @@ def test_a_spec_that_sets_an_environment_variable_does_not_set_it_for_the_next_s
 def test_a_same_size_edit_in_the_same_second_is_not_hidden_by_python_s_bytecode_cache(project_with_only, tmp_path):
     """Python trusts a __pycache__ file while its source keeps its size and modification time (in whole
     seconds): an editor saving twice within a second, or a git checkout, can change a digit and keep both."""
-    project = project_with_only("x86")
-    spec = project / "spec" / "x86.py"
-    spec.write_text(spec.read_text().replace("PyTorch's native x86", "PyTorch's Native x86"))
+    project = project_with_only("qnnpack_pt2e")  # the smallest spec file: what is attacked is its bytecode
+    spec = project / "spec" / "qnnpack_pt2e.py"
+    assert "QNNPACK on graphs from" in spec.read_text()
+    spec.write_text(spec.read_text().replace("QNNPACK on graphs from", "QNNPACK on Graphs from"))
     assert run(project, "regenerate", bytecode=True).returncode == 0
     # As any Python that imported it (the user's own, an older generator) leaves it:
     py_compile.compile(str(spec), cfile=importlib.util.cache_from_source(str(spec)), doraise=True,
                        invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)  # fmt: skip
     before = spec.stat()
-    spec.write_text(spec.read_text().replace("PyTorch's Native x86", "PyTorch's Natiwe x86"))  # the same size
+    spec.write_text(spec.read_text().replace("QNNPACK on Graphs from", "QNNPACK on Grapks from"))  # the same size
     os.utime(spec, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert outcome(project, "regenerate") == fresh_outcome(project, tmp_path / "fresh")
 
