@@ -4,9 +4,21 @@ Each test makes a project do what a user may do between two runs, then holds eve
 command to the truth: what `regenerate --force` writes in a fresh copy of the same
 files with no model, template or module-name cache. Each project holds only the
 committed spec files a test is about (tests/fewer_specs.py), so that each run renders less.
+
+Every run that reads what an earlier run left is a real one in a fresh interpreter (`run`):
+the generator keeps some of its caches in memory too (module names, compiled code, templates),
+and a run in this process could be served from there instead of from .cache/generator/. A run
+on a folder no run has touched yet (the first regenerate of a fresh copy, the truth's --force
+in a copy of its own) has nothing of its own to be served, in memory or on disk: it runs here
+(`run_here`), without a new interpreter's start-up and imports, and leaves its caches on disk,
+where the fresh interpreters after it read them. Not a run before others of spec files that change
+the process (sys.path, os.environ): had the generator left a change in this process, every later
+child would inherit os.environ from it, and the next load would see what the test is to prove it cannot.
 """
 
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import py_compile
@@ -15,6 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from generator import cli
 from tests.conftest import ROOT, with_session_caches
 from tests.fewer_specs import fixture_of_projects_with_only
 
@@ -28,6 +41,14 @@ def run(project: Path, *args: str, bytecode: bool = False) -> subprocess.Complet
         env.pop("PYTHONDONTWRITEBYTECODE", None)
     return subprocess.run([sys.executable, "-m", "generator", "--root", str(project), *args],
                           cwd=project, env=env, capture_output=True, text=True)  # fmt: skip
+
+
+def run_here(project: Path, *args: str) -> subprocess.CompletedProcess:
+    """A run by cli.main in this process, for a project folder no run has touched yet (see above)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["--root", str(project), *args])
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def outputs(project: Path) -> dict[str, bytes]:
@@ -58,32 +79,34 @@ def assert_truthful(project: Path, elsewhere: Path) -> None:
 
 def test_renaming_a_spec_file_names_the_module_after_its_new_name(project_with_only, tmp_path):
     """A spec without Module(name=...) is named after its file: the kept name of the same content is not."""
-    project = project_with_only("x86")
-    assert run(project, "regenerate").returncode == 0
-    (project / "spec" / "x86.py").rename(project / "spec" / "x86_renamed.py")
+    project = project_with_only("qnnpack_pt2e")  # the smallest spec file: what is attacked is its name
+    assert run_here(project, "regenerate").returncode == 0
+    (project / "spec" / "qnnpack_pt2e.py").rename(project / "spec" / "qnnpack_pt2e_renamed.py")
     done = run(project, "check")
     assert done.returncode == 1, done.stdout + done.stderr
     assert_truthful(project, tmp_path / "truth")
-    assert (project / "generated" / "x86_renamed.py").is_file()
-    assert not (project / "generated" / "x86.py").exists()
+    assert (project / "generated" / "qnnpack_pt2e_renamed.py").is_file()
+    assert not (project / "generated" / "qnnpack_pt2e.py").exists()
 
 
 def test_two_spec_files_with_the_same_content_make_two_modules(project_with_only, tmp_path):
     """Twins whose backend is named after the spec module: one content, two files, two generated modules."""
-    project = project_with_only("tensorrt")
-    spec = project / "spec" / "tensorrt.py"
-    text = spec.read_text().replace('name="tensorrt"', 'name=__name__.rpartition(".")[2]')
+    project = project_with_only("qnnpack_pt2e")  # the smallest spec file: what is attacked is its name
+    spec = project / "spec" / "qnnpack_pt2e.py"
+    named = 'name="qnnpack_pytorch_2.0_export"'
+    assert named in spec.read_text()
+    text = spec.read_text().replace(named, 'name=__name__.rpartition(".")[2]')
     spec.write_text(text)
-    assert run(project, "regenerate").returncode == 0
-    (project / "spec" / "tensorrt_twin.py").write_text(text)
+    assert run_here(project, "regenerate").returncode == 0
+    (project / "spec" / "qnnpack_pt2e_twin.py").write_text(text)
     done = run(project, "check")
     assert done.returncode == 1, done.stdout + done.stderr
     assert_truthful(project, tmp_path / "truth")
-    assert (project / "generated" / "tensorrt_twin.py").is_file()
+    assert (project / "generated" / "qnnpack_pt2e_twin.py").is_file()
 
 
-def outcome(project: Path, *args: str) -> tuple[int, str, dict[str, bytes]]:
-    done = run(project, *args)
+def outcome(project: Path, *args: str, runner=run) -> tuple[int, str, dict[str, bytes]]:
+    done = runner(project, *args)
     return done.returncode, done.stderr.replace(str(project), "PROJECT"), outputs(project)
 
 
@@ -91,7 +114,7 @@ def fresh_outcome(project: Path, elsewhere: Path) -> tuple[int, str, dict[str, b
     """`regenerate --force`'s exit code, errors and files in a copy with none of the edit loop's caches."""
     shutil.copytree(project, elsewhere, ignore=shutil.ignore_patterns(".cache", "__pycache__"))
     with_session_caches(elsewhere)  # torch names, formatted pieces, checked texts, templates: not what is attacked here
-    code, err, files = outcome(elsewhere, "regenerate", "--force")
+    code, err, files = outcome(elsewhere, "regenerate", "--force", runner=run_here)  # a copy no run touched
     return code, err.replace(str(elsewhere), "PROJECT"), files
 
 
@@ -145,15 +168,16 @@ def test_a_spec_that_sets_an_environment_variable_does_not_set_it_for_the_next_s
 def test_a_same_size_edit_in_the_same_second_is_not_hidden_by_python_s_bytecode_cache(project_with_only, tmp_path):
     """Python trusts a __pycache__ file while its source keeps its size and modification time (in whole
     seconds): an editor saving twice within a second, or a git checkout, can change a digit and keep both."""
-    project = project_with_only("x86")
-    spec = project / "spec" / "x86.py"
-    spec.write_text(spec.read_text().replace("PyTorch's native x86", "PyTorch's Native x86"))
+    project = project_with_only("qnnpack_pt2e")  # the smallest spec file: what is attacked is its bytecode
+    spec = project / "spec" / "qnnpack_pt2e.py"
+    assert "QNNPACK on graphs from" in spec.read_text()
+    spec.write_text(spec.read_text().replace("QNNPACK on graphs from", "QNNPACK on Graphs from"))
     assert run(project, "regenerate", bytecode=True).returncode == 0
     # As any Python that imported it (the user's own, an older generator) leaves it:
     py_compile.compile(str(spec), cfile=importlib.util.cache_from_source(str(spec)), doraise=True,
                        invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)  # fmt: skip
     before = spec.stat()
-    spec.write_text(spec.read_text().replace("PyTorch's Native x86", "PyTorch's Natiwe x86"))  # the same size
+    spec.write_text(spec.read_text().replace("QNNPACK on Graphs from", "QNNPACK on Grapks from"))  # the same size
     os.utime(spec, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert outcome(project, "regenerate") == fresh_outcome(project, tmp_path / "fresh")
 
@@ -174,7 +198,7 @@ def test_a_spec_helper_no_other_spec_imports_is_an_input_of_its_importer_alone(p
     searched it), while a load kept from before the helper existed did not: the manifest depended on
     the cache's history, and check --full called the incremental tree stale."""
     project = project_with_only("executorch", "qnnpack")  # executorch imports qnnpack
-    assert run(project, "regenerate").returncode == 0
+    assert run_here(project, "regenerate").returncode == 0
     (project / "spec" / "acme.py").write_text(ACME_SPEC)
     (project / "spec" / "_acme_ops.py").write_text("from generator.dsl import nn\n\nOPS = [nn.Conv2d, nn.Linear]\n")
     assert_truthful(project, tmp_path / "truth")

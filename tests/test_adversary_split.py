@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from generator import check_memo, errors, pipeline
+from generator import check_memo, cli, errors, pipeline
 from tests import test_build_split
 from tests.conftest import ROOT
 
@@ -57,6 +57,14 @@ def regenerate(project, *options) -> subprocess.CompletedProcess:
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)  # fmt: skip
 
 
+def regenerated_here(capfd, *options) -> subprocess.CompletedProcess:
+    """regenerate --force by cli.main in this process, from the current folder; fds 1 and 2 captured."""
+    capfd.readouterr()
+    code = cli.main(["regenerate", "--force", *options])
+    out, err = capfd.readouterr()
+    return subprocess.CompletedProcess(options, code, out, err)
+
+
 def test_what_the_checks_compile_warns_of_is_said_alike_whatever_the_jobs_and_the_cache(project):
     """A template that writes `x is 1` makes compile() warn as the static checks compile each module. Part
     of the checks run in the child, whose output comes after this process's, and a text that passed once
@@ -104,10 +112,11 @@ def test_a_check_failing_other_than_by_a_spec_error_leaves_a_spec_error_rendered
             built(spec, jobs, tmp_path)
 
 
-def test_through_the_cli_a_misspelt_parameter_is_said_before_a_later_template_s_bug(project):
+def test_through_the_cli_a_misspelt_parameter_is_said_before_a_later_template_s_bug(project, capfd, monkeypatch):
     """The README's function() with a misspelt parameter in the largest module (rendered here), and a
     template bug in one only the smallest module uses (rendered in the child): --jobs 1 and the default
-    both say the misspelt parameter, the first failure in rendering order."""
+    both say the misspelt parameter, the first failure in rendering order. The CLI runs in this process
+    (cli.main, forking its child as a fresh one would), what reaches file descriptors 1 and 2 captured."""
     native = project / "spec" / "native.py"
     source = native.read_text()
     source = source.replace(
@@ -122,7 +131,8 @@ def test_through_the_cli_a_misspelt_parameter_is_said_before_a_later_template_s_
     native.write_text(source)
     getter = project / "templates" / "functions" / "getitem_root_node_getter.py.j2"
     getter.write_text(getter.read_text().replace("return op", "return op  # {{ name.upper(1) }}"))
-    said = {jobs: regenerate(project, "--jobs", jobs) for jobs in ("1", "2")}
+    monkeypatch.chdir(project)
+    said = {jobs: regenerated_here(capfd, "--jobs", jobs) for jobs in ("1", "2")}
     for done in said.values():
         assert done.returncode == 2 and done.stdout == ""
         assert done.stderr.startswith("error: spec/native.py:") and "has no parameter fused_modul=" in done.stderr

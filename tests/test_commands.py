@@ -6,14 +6,31 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 import torch.ao.quantization.backend_config.fbgemm as torch_fbgemm
 
 from generator import cli, planning, spec_loading
 from tests.conftest import ROOT, commit_all
+from tests.fewer_specs import copy_with_only
 from tests.one_path import project_at_one_path
 
 project = project_at_one_path("commands")  # a fresh copy per test, at one path (see there)
+
+
+@pytest.fixture
+def project_with_only(tmp_path_factory):
+    """project_with_only(*names): a fresh copy of the project holding only those committed spec files
+    (tests/fewer_specs.py), at one path, as `project` is: for tests about a few backends, whose runs
+    would otherwise load and build every spec file."""
+
+    def copy(*names: str) -> Path:
+        path = tmp_path_factory.getbasetemp() / "one-path-commands-fewer" / "project"
+        shutil.rmtree(path, ignore_errors=True)
+        return copy_with_only(tmp_path_factory, path, *names)
+
+    return copy
 
 
 def run(capsys, *args):
@@ -39,8 +56,9 @@ def test_check_finds_a_stale_module_and_says_how_to_fix_it(project, capsys):
     assert "fix: python -m generator regenerate" in out
 
 
-def test_check_tells_changed_inputs_with_the_same_output_apart_from_stale(project, capsys):
+def test_check_tells_changed_inputs_with_the_same_output_apart_from_stale(project_with_only, capsys):
     """An edit that reaches no generated text (a comment in spec/_common.py) is not called stale."""
+    project = project_with_only("fbgemm", "x86")
     common = project / "spec" / "_common.py"
     common.write_text(common.read_text() + "# a reviewer's note\n")
     before = {p: p.read_text() for p in (project / "generated").glob("*.py")}
@@ -126,7 +144,8 @@ def test_diff_against_torch_reports_drift(project, capsys, monkeypatch):
     assert "fbgemm: nn.Conv1d: qat_module" in out
 
 
-def test_diff_rev_names_the_patterns_a_spec_change_touched(project, capsys):
+def test_diff_rev_names_the_patterns_a_spec_change_touched(project_with_only, capsys):
+    project = project_with_only("fbgemm", "executorch", "qnnpack")  # executorch imports qnnpack
     commit_all(project)
     common = project / "spec" / "_common.py"
     common.write_text(common.read_text().replace("nn.Dropout, nn.PReLU,", "nn.PReLU,"))
@@ -189,9 +208,11 @@ def test_an_unmarked_override_warns_and_fails_strict_with_or_without_the_cache(p
         assert "(--strict; 3 lint finding(s))" in out
 
 
-def test_diff_against_torch_json_has_declared_unexplained_and_not_compared(project, capsys, monkeypatch):
+def test_diff_against_torch_json_has_declared_unexplained_and_not_compared(project_with_only, capsys, monkeypatch):
     """A declared addition, a dtype config changed under its name, a backend without a reference."""
     import torch.ao.quantization.backend_config.x86 as torch_x86
+
+    project = project_with_only("fbgemm", "x86")
 
     spec = project / "spec" / "x86.py"
     edits = [

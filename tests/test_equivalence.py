@@ -22,6 +22,9 @@ from generator.compare import _pattern_key, compare_pattern_configs
 from generator.divergence import split_differences, torch_key
 from tests.builders import BUILDERS, GENERATED_MODULES, REFERENCED, _module_from_file, discover
 from tests.conftest import ROOT
+from tests.fewer_specs import fixture_of_projects_with_only
+
+project_with_only = fixture_of_projects_with_only()
 
 # ---------------------------------------------------------------------------
 # Equality with the reference
@@ -212,7 +215,8 @@ def test_declared_differences_keep_the_suite_green(project, capsys):
     assert re.search(r"qnnpack_pt2e: declared changed torch.ops.aten.relu.default .*; observation_type: ", out)
 
 
-def test_undeclared_and_stale_differences_fail(project, capsys):
+def test_undeclared_and_stale_differences_fail(project_with_only, capsys):
+    project = project_with_only("qnnpack_pt2e")  # the one spec file edited and compared
     declare(project, readme_mish=False)
     pt2e = project / "spec" / "qnnpack_pt2e.py"
     text = pt2e.read_text()
@@ -305,7 +309,8 @@ def test_a_declared_dtype_config_change_keeps_the_suite_green(project, capsys):
     )
 
 
-def test_an_undeclared_or_stale_dtype_config_change_fails(project, capsys):
+def test_an_undeclared_or_stale_dtype_config_change_fails(project_with_only, capsys):
+    project = project_with_only("qnnpack")  # the one spec file edited and compared
     original = (project / "spec" / "qnnpack.py").read_text()
     raise_qnnpack_weight_bound(project, declared=False)  # the README's edit, not declared
     regenerate(project, capsys)

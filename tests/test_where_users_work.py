@@ -17,11 +17,22 @@ from generator import cli, planning, resolution, spec_loading
 from tests.builders import discover
 from tests.committed_copy import commit_all_once
 from tests.conftest import ROOT, commit_all, copy_project, git
+from tests.fewer_specs import copy_with_only
 from tests.one_path import project_at_one_path
 
 ACCELERATOR = ROOT / "tests" / "custom_backends" / "accelerator" / "spec" / "edge_npu.py"
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 project = project_at_one_path("where_users_work")  # a fresh copy per test, at one path (see there)
+
+
+@pytest.fixture
+def project_with_two_backends(tmp_path_factory) -> Path:
+    """A fresh copy of the project holding two committed spec files, fbgemm's and x86's (tests/fewer_specs.py),
+    at one path, as `project` is: for tests about a backend of the user's own, or about how a command runs,
+    whose runs would otherwise load and build every spec file."""
+    path = tmp_path_factory.getbasetemp() / "one-path-where_users_work-fewer" / "project"
+    shutil.rmtree(path, ignore_errors=True)
+    return copy_with_only(tmp_path_factory, path, "fbgemm", "x86")
 
 
 def add_user_backend(project: Path, name: str, file: str | None = None) -> Path:
@@ -61,8 +72,9 @@ def test_every_folder_of_the_project_finds_its_root(where, project, monkeypatch,
     assert (code, err) == (0, "") and out == f"unchanged {planning.MATRIX_OUTPUT.as_posix()}\n"
 
 
-def test_regenerate_from_spec_is_not_misled_by_a_spec_file_named_like_a_package(project):
+def test_regenerate_from_spec_is_not_misled_by_a_spec_file_named_like_a_package(project_with_two_backends):
     """`python -m` puts the current folder on sys.path: spec/black.py must not stand in for black."""
+    project = project_with_two_backends
     add_user_backend(project, "black_box_npu", file="black")
     done = generator_process(project / "spec", "regenerate", "--jobs", "1")
     assert done.returncode == 0, done.stderr
@@ -112,10 +124,12 @@ def monorepo(tmp_path_factory) -> Path:
     """A git repository whose project lives at vendor/backend-configs/, next to other code.
 
     A fresh one per test, at one path (as tests/one_path.py does for `project`), its one commit made once per run.
+    The project holds the spec files the tests edit, qnnpack's and x86's (tests/fewer_specs.py): every
+    diff and check there loads and builds its spec/, and the tests are about where the project is.
     """
     repo = tmp_path_factory.getbasetemp() / "one-path-monorepo" / "repo"
     shutil.rmtree(repo, ignore_errors=True)
-    project = copy_project(repo / "vendor" / "backend-configs")
+    project = copy_with_only(tmp_path_factory, repo / "vendor" / "backend-configs", "qnnpack", "x86")
     (repo / "README.md").write_text("the rest of the monorepo\n")
     (repo / "generated").mkdir()  # the top level has a generated/ of its own, which is not ours
     (repo / "generated" / "other.py").write_text("x = 1\n")
@@ -272,7 +286,8 @@ def run_with_terminal_stderr(cwd: Path, *args: str) -> tuple[int, str, bytes]:
     return process.wait(), out, shown
 
 
-def test_a_long_command_shows_a_progress_line_on_a_terminal_only(project, capfd):
+def test_a_long_command_shows_a_progress_line_on_a_terminal_only(project_with_two_backends, capfd):
+    project = project_with_two_backends
     code, out, shown = run_with_terminal_stderr(project, "regenerate", "--force", "--jobs", "1")
     assert code == 0, shown
     outputs = len(planning.plan(project))
@@ -293,7 +308,8 @@ def test_a_long_command_shows_a_progress_line_on_a_terminal_only(project, capfd)
 # ---------------------------------------------------------------------------
 
 
-def test_commands_that_enumerate_backends_take_a_user_s_own_backend(project, monkeypatch, capsys):
+def test_commands_that_enumerate_backends_take_a_user_s_own_backend(project_with_two_backends, monkeypatch, capsys):
+    project = project_with_two_backends
     spec = add_user_backend(project, "user_npu")
     monkeypatch.chdir(project)
     code, out, err = run(capsys, "regenerate", "--jobs", "1")
@@ -350,7 +366,8 @@ def learn_the_new_torch_names(project: Path) -> None:
                 del sys.modules[name]
 
 
-def test_an_importable_only_the_project_root_provides_is_refused_at_its_spec_line(project, tmp_path):
+def test_an_importable_only_the_project_root_provides_is_refused_at_its_spec_line(project_with_two_backends, tmp_path):
+    project = project_with_two_backends
     package = project / "npu_fused_ext"
     package.mkdir()
     (package / "__init__.py").write_text("")
