@@ -495,7 +495,8 @@ def _content_changes(root: Path, stale: list, console: Console) -> list:
     if any(found.state != "stale" for found in stale):
         return stale
     targets = [t for t in planning.plan(root) if t.relative in {found.file for found in stale}]
-    _, texts = build_with_progress("diff", root, targets, 1)
+    # As regenerate would build them: the unedited spec files' loads come from the model cache.
+    _, texts = build_with_progress("diff", root, targets, 1, reuse=True, keep=True)
     unchanged = {t.relative for t in targets if _digest_of(t.output) == digests.text_digest(texts[t.name])}
     if unchanged:
         console.warn(f"inputs changed, content unchanged: {', '.join(sorted(unchanged))}; {SAME_OUTPUT_FIX}")

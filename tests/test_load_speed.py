@@ -304,6 +304,26 @@ def test_import_and_diff_take_unchanged_spec_files_from_the_model_cache(counted,
     assert runs(counted) == 2  # an edited file is executed, as regenerate would
 
 
+def test_diff_of_an_edited_tree_takes_the_unedited_spec_files_from_the_model_cache(counted, capfd):
+    """diff builds the stale files to tell a changed text from changed inputs alone: the other spec files'
+    loads come from the model cache, as regenerate's would; an edited one is executed."""
+    commit_all(counted)
+    edit_x86(counted)  # a comment: the inputs changed, the text would not
+    assert same_content(here(capfd, counted, "diff")) >= {"generated/x86.py"}
+    assert runs(counted) == 1
+    with (counted / "spec" / "fbgemm.py").open("a") as spec:
+        spec.write("# an edit\n")
+    assert same_content(here(capfd, counted, "diff")) >= {"generated/fbgemm.py", "generated/x86.py"}
+    assert runs(counted) == 2
+
+
+def same_content(done) -> set[str]:
+    """The files a diff that found no difference says only the inputs of changed."""
+    assert done.returncode == 0 and done.stdout.startswith("no differences in "), done.stdout + done.stderr
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("warning: inputs changed, content")]
+    return set(line.partition(": ")[2].partition(": ")[2].partition(";")[0].split(", "))
+
+
 def test_diff_of_a_revision_takes_its_unchanged_spec_files_from_the_project_s_model_cache(counted, capfd):
     """diff --rev loads the revision's spec (extracted elsewhere) for its spec lines: a file whose recorded
     reads are the same there as in a kept load is not executed; one that differs is. Either way the diff
