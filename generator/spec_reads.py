@@ -123,7 +123,7 @@ class Observer:
             del sys.modules[name]
         # What the load finds there; but for a module another thread is importing now (diff's torch), which
         # may fail and leave: put back, it would be a half-run module that the next `import` takes as done.
-        before, importing = dict(sys.modules), set(importlib._bootstrap._module_locks)
+        before, importing = dict(sys.modules), _being_imported()
         shared = [sys.modules[name] for name in _SHARED_NAMESPACES if name in sys.modules]
         saved = [dict(vars(module)) for module in shared]
         # Where imports look and the environment, too: a load that relied on an earlier one's
@@ -457,6 +457,12 @@ def _imported(name: str, module) -> bool:
     if not issubclass(type(module), types.ModuleType):
         return False
     return _namespace(module).get("__spec__") is not None or name.rpartition(".")[0] in sys.modules
+
+
+def _being_imported() -> set[str]:
+    """The names of the modules some thread is importing now: CPython holds a lock per such name
+    (importlib._bootstrap._module_locks, private); none known where a Python keeps no such table."""
+    return set(getattr(importlib._bootstrap, "_module_locks", ()))
 
 
 def _with_submodules(project: set[str], names) -> set[str]:

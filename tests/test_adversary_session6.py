@@ -4,6 +4,7 @@
 import gc
 import importlib
 import sys
+import threading
 import types
 import weakref
 
@@ -280,3 +281,41 @@ def test_a_spec_that_rebinds_sys_modules_leaves_the_next_load_fresh_modules(proj
     assert done.returncode == 0, done.stderr
     for name in ("native", "x86"):
         assert "loads seen: 1. " in (project / "generated" / f"{name}.py").read_text()
+
+
+_HALF_RUN = "import acme_sync\n\nacme_sync.started.set()\nacme_sync.go.wait(30)\nraise RuntimeError('fails half-run')\n"
+_SPEC_WAITS = "import acme_sync as _sync\n\n_sync.go.set()\n_sync.failed.wait(30)\n_SYNC_DOC = ''\n"
+
+
+def test_a_module_another_thread_fails_to_import_during_a_load_is_not_put_back(tmp_path, monkeypatch):
+    """A thread is importing a module (diff imports torch so) when a load begins, and the import fails
+    while the load runs: the import system removes the half-run module, and the load must not put it
+    back, where the next `import` would take it as done."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "acme_half_run.py").write_text(_HALF_RUN)
+    monkeypatch.syspath_prepend(str(outside))
+    sync = types.ModuleType("acme_sync")
+    sync.started, sync.go, sync.failed = threading.Event(), threading.Event(), threading.Event()
+    monkeypatch.setitem(sys.modules, "acme_sync", sync)
+    project = only_qnnpack_pt2e(tmp_path / "project")
+    doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "_SYNC_DOC", _SPEC_WAITS)
+
+    def import_half_run():
+        try:
+            importlib.import_module("acme_half_run")
+        except RuntimeError:
+            sync.failed.set()
+
+    importer = threading.Thread(target=import_half_run)
+    importer.start()
+    try:
+        assert sync.started.wait(30)  # the thread's import is under way: acme_half_run is in sys.modules
+        assert "acme_half_run" in sys.modules
+        spec_loading.load_modules(project)  # the spec lets the import go on and waits for it to fail
+        assert sync.failed.is_set()
+        assert "acme_half_run" not in sys.modules
+    finally:
+        sync.go.set()
+        importer.join(30)
+        sys.modules.pop("acme_half_run", None)
