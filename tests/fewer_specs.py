@@ -32,12 +32,16 @@ def _reduced(folder: Path, names: tuple[str, ...]) -> None:
     with_session_caches(folder)
 
 
+def reduced_project(factory: pytest.TempPathFactory, *names: str) -> Path:
+    """The project reduced to the spec files named, built once per test run: to copy, never to change."""
+    key = tuple(sorted(names))
+    return built_once(factory, "only-" + "-".join(key), lambda folder: _reduced(folder, key))
+
+
 def copy_with_only(factory: pytest.TempPathFactory, destination: Path, *names: str) -> Path:
     """A fresh copy of the project at `destination` (which does not exist) whose spec/ holds only the spec
     files named (and the helpers they import)."""
-    key = tuple(sorted(names))
-    reduced = built_once(factory, "only-" + "-".join(key), lambda folder: _reduced(folder, key))
-    return Path(shutil.copytree(reduced, destination, symlinks=True))
+    return Path(shutil.copytree(reduced_project(factory, *names), destination, symlinks=True))
 
 
 def fixture_of_projects_with_only():
