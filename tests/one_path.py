@@ -16,15 +16,24 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import copy_project
+from tests.fewer_specs import copy_with_only
 
 
-def project_at_one_path(name: str):
-    """The fixture `project` for a test module: assign it there, as `project = project_at_one_path(...)`."""
+def copy_at_one_path(factory: pytest.TempPathFactory, name: str, *spec_names: str) -> Path:
+    """A fresh copy of the project at the one path `name` gives, in place of the copy there before; with
+    `spec_names`, of the project reduced to those spec files (tests/fewer_specs.py), for tests about a
+    few backends or about how a run behaves, whose runs would otherwise load and build every spec file."""
+    path = factory.getbasetemp() / f"one-path-{name}" / "project"
+    shutil.rmtree(path, ignore_errors=True)
+    return copy_with_only(factory, path, *spec_names) if spec_names else copy_project(path)
+
+
+def project_at_one_path(name: str, *spec_names: str):
+    """The fixture `project` for a test module: assign it there, as `project = project_at_one_path(...)`;
+    with `spec_names`, of the project reduced to them (copy_at_one_path)."""
 
     @pytest.fixture
     def project(tmp_path_factory) -> Path:
-        path = tmp_path_factory.getbasetemp() / f"one-path-{name}" / "project"
-        shutil.rmtree(path, ignore_errors=True)
-        return copy_project(path)
+        return copy_at_one_path(tmp_path_factory, name, *spec_names)
 
     return project

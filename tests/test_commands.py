@@ -6,15 +6,13 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch.ao.quantization.backend_config.fbgemm as torch_fbgemm
 
 from generator import cli, planning, spec_loading
 from tests.conftest import ROOT, commit_all
-from tests.fewer_specs import copy_with_only
-from tests.one_path import project_at_one_path
+from tests.one_path import copy_at_one_path, project_at_one_path
 
 project = project_at_one_path("commands")  # a fresh copy per test, at one path (see there)
 
@@ -25,12 +23,7 @@ def project_with_only(tmp_path_factory):
     (tests/fewer_specs.py), at one path, as `project` is: for tests about a few backends, whose runs
     would otherwise load and build every spec file."""
 
-    def copy(*names: str) -> Path:
-        path = tmp_path_factory.getbasetemp() / "one-path-commands-fewer" / "project"
-        shutil.rmtree(path, ignore_errors=True)
-        return copy_with_only(tmp_path_factory, path, *names)
-
-    return copy
+    return lambda *names: copy_at_one_path(tmp_path_factory, "commands-fewer", *names)
 
 
 def run(capsys, *args):

@@ -24,7 +24,7 @@ from generator import cli, manifest, planning, writing
 from tests.committed_copy import commit_all_once
 from tests.conftest import ROOT, git
 from tests.fewer_specs import copy_with_only
-from tests.reduced_at_one_path import reduced_project_at_one_path
+from tests.one_path import project_at_one_path
 from tests.shared_builds import built_once
 from tests.test_bad_input import snapshot
 
@@ -42,7 +42,7 @@ COMMANDS = {
 # touch, and tensorrt, whose module the mode test removes. Each condition here is about the process, the
 # options and the files around the run, not about what the other spec files make; each run loads less.
 SPEC_FILES = ("tensorrt", "x86")
-project = reduced_project_at_one_path("environment", *SPEC_FILES)
+project = project_at_one_path("environment", *SPEC_FILES)
 EVERY_COMMAND = pytest.mark.parametrize("command", list(COMMANDS.values()), ids=list(COMMANDS))
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 

@@ -18,7 +18,7 @@ from tests.builders import discover
 from tests.committed_copy import commit_all_once
 from tests.conftest import ROOT, commit_all, copy_project, git
 from tests.fewer_specs import copy_with_only
-from tests.one_path import project_at_one_path
+from tests.one_path import copy_at_one_path, project_at_one_path
 
 ACCELERATOR = ROOT / "tests" / "custom_backends" / "accelerator" / "spec" / "edge_npu.py"
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -30,9 +30,7 @@ def project_with_two_backends(tmp_path_factory) -> Path:
     """A fresh copy of the project holding two committed spec files, fbgemm's and x86's (tests/fewer_specs.py),
     at one path, as `project` is: for tests about a backend of the user's own, or about how a command runs,
     whose runs would otherwise load and build every spec file."""
-    path = tmp_path_factory.getbasetemp() / "one-path-where_users_work-fewer" / "project"
-    shutil.rmtree(path, ignore_errors=True)
-    return copy_with_only(tmp_path_factory, path, "fbgemm", "x86")
+    return copy_at_one_path(tmp_path_factory, "where_users_work-fewer", "fbgemm", "x86")
 
 
 def add_user_backend(project: Path, name: str, file: str | None = None) -> Path:
