@@ -1,6 +1,8 @@
 """Speed of the edit loop and growth with spec size: every figure of issue 20's table, beside its target.
 
-Usage: `python benchmarks/speed.py [--quick] [--runs N] [--sizes 200,1000,5000] [--huge] [--suite]`.
+Usage: `python benchmarks/speed.py [--quick] [--runs N] [--sizes 200,1000,5000] [--huge]`.
+
+The table's last figure, the test suite, has its own script: benchmarks/suite_speed.py.
 
 Method
 ------
@@ -34,7 +36,6 @@ real tree during the run changes nothing measured. A warm-up `regenerate
   `matrix --stdout`, then `diff` after a one-pattern edit (both sides of the
   synthetic module built); the rest of the spec stays cached. --huge adds 20,000 patterns (one run, with peak
   memory: the largest single process, from the kernel's accounting).
-- --suite also times the test suite (`python -m pytest`, both cores), once.
 
 The report never asserts, and exits 0.
 """
@@ -352,20 +353,12 @@ def largest_process_kb(project: Project, *args: str, prepare: Callable[[], None]
 # ---------------------------------------------------------------- main
 
 
-def suite_figure() -> Figure:
-    progress("the test suite (python -m pytest, both cores)")
-    start = time.perf_counter()
-    subprocess.run([PYTHON, "-m", "pytest", "-q"], cwd=ROOT, capture_output=True)
-    return Figure("the test suite (python -m pytest)", [time.perf_counter() - start], 120.0)
-
-
 def parse_options(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 runs a figure, 1 for import; sizes 200 and 5000")
     parser.add_argument("--runs", type=int, help="runs a figure (default 5, or 3 with --quick)")
     parser.add_argument("--sizes", help="synthetic backend sizes, comma-separated (default 200,1000,5000)")
     parser.add_argument("--huge", action="store_true", help="also 20,000 patterns, once, with peak memory")
-    parser.add_argument("--suite", action="store_true", help="also time the test suite, once")
     return parser.parse_args(argv)
 
 
@@ -404,7 +397,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             figures += scale_figures(folder, project, 20_000, 1, memory=True)
         else:
             figures.append(Figure("N=20000: regenerate --force, format cache empty", [], note="give --huge"))
-    figures.append(suite_figure() if options.suite else Figure("the test suite", [], note="give --suite"))
     load = os.getloadavg()[0]
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {load:.2f} at the end; "
           f"{runs} runs a figure; took {time.perf_counter() - started:.0f} s")  # fmt: skip
