@@ -20,13 +20,17 @@ one after the other, on the same machine and interpreter:
 - Rounds alternate the order (baseline, this, this, baseline, ...), so a
   machine that drifts during the run weighs on both sides alike. Each round
   gives one ratio of paired runs; the figure is their median with a
-  distribution-free 95 % confidence interval (the whole range when there are few).
+  distribution-free confidence interval of about 95 % from 10 rounds on; with fewer
+  it is the whole range, whose coverage is printed beside it (2 rounds: 50 %,
+  6 rounds: 97 %).
 - The target ratio is 120 / 155: 2 minutes where the baseline took 155 s. "ok"
   when the whole interval is under it, "MISSED" when all of it is over, "~" when
   it lies inside. The last line converts the median ratio into seconds on the
   machine of issue 20's table, and gives this run's own wall times beside it.
 - CPU-s are user and system time of the whole run, workers and every process
-  the tests started (each pytest is a child of this script).
+  the tests started (each pytest is a child of this script). The outcomes column
+  is pytest's summary without its timing: anything but "N passed" there (skipped,
+  xfailed, deselected) means the run did less than the whole suite.
 
 A suite that fails makes its ratio meaningless: the report names it and exits 1.
 """
@@ -34,6 +38,7 @@ A suite that fails makes its ratio meaningless: the report names it and exits 1.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import resource
@@ -90,7 +95,10 @@ def baseline_clone(scratch: Path) -> Path:
     folder = scratch / "baseline"
     for command in (["clone", "-q", "--shared", "--no-checkout", str(ROOT), str(folder)],
                     ["-C", str(folder), "checkout", "-q", "--detach", BASELINE]):  # fmt: skip
-        done = subprocess.run(["git", *command], capture_output=True, text=True)
+        try:
+            done = subprocess.run(["git", *command], capture_output=True, text=True)
+        except OSError as error:
+            raise SystemExit(f"cannot run git to check out the baseline {BASELINE[:7]}: {error}") from None
         if done.returncode != 0:
             raise SystemExit(
                 f"cannot check out the baseline {BASELINE[:7]} from {ROOT}: {done.stderr.strip()}"
@@ -99,24 +107,32 @@ def baseline_clone(scratch: Path) -> Path:
     return folder
 
 
-def tests_passed(run: Run) -> str:
-    match = re.match(r"(\d+) passed", run.summary)
-    return match.group(1) if match else "?"
+def outcomes(run: Run) -> str:
+    """pytest's summary without its timing: "1089 passed", or "740 passed, 3 skipped"."""
+    return re.sub(r" in [\d.]+s.*$", "", run.summary)
+
+
+def coverage(samples: int) -> float:
+    """How often median_interval's interval holds the true median, for this many samples."""
+    low, _ = median_interval(list(range(samples)))  # the interval is [X(k), X(n-k+1)], with k = low + 1
+    below = sum(math.comb(samples, i) for i in range(low + 1)) / 2**samples  # P(fewer than k samples under the median)
+    return 1 - 2 * below  # and as likely above
 
 
 def report(runs: list[Run], ratios: list[float], floors: tuple[float, float], whole: bool) -> None:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; import torch {floors[0]:.2f} s before the "
           f"runs, {floors[1]:.2f} s after; baseline {BASELINE[:7]}")  # fmt: skip
-    print(f"{'run':>3} | {'tree':<8} | {'tests':>5} | {'wall':>7} | {'CPU-s':>5}")
+    print(f"{'run':>3} | {'tree':<8} | {'wall':>7} | {'CPU-s':>5} | outcomes")
     for number, run in enumerate(runs, start=1):
-        print(f"{number:>3} | {run.tree:<8} | {tests_passed(run):>5} | {run.wall:6.1f}s | {run.cpu:5.0f}")
+        print(f"{number:>3} | {run.tree:<8} | {run.wall:6.1f}s | {run.cpu:5.0f} | {outcomes(run)}")
     median = statistics.median(ratios)
     low, high = median_interval(ratios)
     target = TARGET_SECONDS / BASELINE_SECONDS
     status = "ok" if high <= target else "MISSED" if low > target else "~"
     pairs = ", ".join(f"{r:.2f}" for r in ratios)
-    print(f"this tree / baseline, wall: {median:.2f} [{low:.2f}, {high:.2f}] (rounds: {pairs}); "
-          f"target <= {target:.3f} (2 min where the baseline took {BASELINE_SECONDS:.0f} s): {status}")  # fmt: skip
+    print(f"this tree / baseline, wall: {median:.2f} [{low:.2f}, {high:.2f}], a {coverage(len(ratios)):.0%} interval "
+          f"(rounds: {pairs}); target <= {target:.3f} (2 min where the baseline took {BASELINE_SECONDS:.0f} s): "
+          f"{status}")  # fmt: skip
     if not whole:
         return  # a part of each suite: its ratio says nothing of 2 minutes for the whole
     ours = [run.wall for run in runs if run.tree == "this"]
