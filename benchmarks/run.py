@@ -70,6 +70,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from intervals import median_interval
+
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 PROJECT_FOLDERS = ("spec", "templates", "generated", "docs", "generator")
@@ -124,17 +126,6 @@ class Row:
         if self.within_noise:
             return "~ (95% CI holds the target)"
         return "info" if self.met is None else ("ok" if self.met else "MISSED")
-
-
-def median_interval(samples: Sequence[float]) -> tuple[float, float]:
-    """A distribution-free ~95 % confidence interval of the median: order statistics k and n-k+1,
-    with k the largest rank such that P(Binomial(n, 1/2) < k) <= 2.5 % (at least 1: the whole range)."""
-    ordered, n = sorted(samples), len(samples)
-    k, below = 0, 0.0
-    while below + math.comb(n, k) / 2**n <= 0.025:
-        below, k = below + math.comb(n, k) / 2**n, k + 1
-    k = max(k, 1)
-    return ordered[k - 1], ordered[n - k]
 
 
 def compared(

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import os
 import shutil
 import statistics
@@ -56,6 +55,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from intervals import median_interval
+
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 PROJECT_FOLDERS = ("spec", "templates", "generated", "docs", "generator")
@@ -66,20 +67,6 @@ ONEDNN_IMPORT = "torch.ao.quantization.backend_config.onednn:get_onednn_backend_
 
 
 # ---------------------------------------------------------------- statistics and the table
-
-
-def median_interval(samples: Sequence[float]) -> tuple[float, float]:
-    """A distribution-free ~95 % confidence interval of the median: order statistics k and n-k+1,
-    with k the largest rank such that P(Binomial(n, 1/2) < k) <= 2.5 %; the whole range when n is small."""
-    ordered, n = sorted(samples), len(samples)
-    k, below = 0, 0.0
-    while True:
-        below_next = below + math.comb(n, k) / 2**n
-        if below_next > 0.025:
-            break
-        below, k = below_next, k + 1
-    k = max(k, 1)
-    return ordered[k - 1], ordered[n - k]
 
 
 @dataclass

@@ -38,7 +38,6 @@ A suite that fails makes its ratio meaningless: the report names it and exits 1.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import re
 import resource
@@ -52,7 +51,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from speed import median_interval, python_seconds
+from intervals import coverage, median_interval
+from speed import python_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -110,13 +110,6 @@ def baseline_clone(scratch: Path) -> Path:
 def outcomes(run: Run) -> str:
     """pytest's summary without its timing: "1089 passed", or "740 passed, 3 skipped"."""
     return re.sub(r" in [\d.]+s.*$", "", run.summary)
-
-
-def coverage(samples: int) -> float:
-    """How often median_interval's interval holds the true median, for this many samples."""
-    low, _ = median_interval(list(range(samples)))  # the interval is [X(k), X(n-k+1)], with k = low + 1
-    below = sum(math.comb(samples, i) for i in range(low + 1)) / 2**samples  # P(fewer than k samples under the median)
-    return 1 - 2 * below  # and as likely above
 
 
 def report(runs: list[Run], ratios: list[float], floors: tuple[float, float], whole: bool) -> None:
