@@ -122,6 +122,8 @@ def report(runs: list[Run], ratios: list[float], floors: tuple[float, float], wh
     low, high = median_interval(ratios)
     target = TARGET_SECONDS / BASELINE_SECONDS
     status = "ok" if high <= target else "MISSED" if low > target else "~"
+    if len(ratios) < 2:
+        status = "one round says nothing of the spread: give --rounds 2 or more"
     pairs = ", ".join(f"{r:.2f}" for r in ratios)
     print(f"this tree / baseline, wall: {median:.2f} [{low:.2f}, {high:.2f}], a {coverage(len(ratios)):.0%} interval "
           f"(rounds: {pairs}); target <= {target:.3f} (2 min where the baseline took {BASELINE_SECONDS:.0f} s): "
