@@ -140,6 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="pairs of runs, order alternating (default 2)")
     parser.add_argument("pytest_args", nargs="*", help="passed to both suites (e.g. a test file, to try this out)")
     options = parser.parse_args(argv)
+    if options.rounds < 1:
+        parser.error("--rounds must be 1 or more")
     with tempfile.TemporaryDirectory(prefix="suite-speed-") as scratch_name:
         scratch = Path(scratch_name)
         trees = {"baseline": baseline_clone(scratch), "this": ROOT}
