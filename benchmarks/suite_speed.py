@@ -162,4 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # the scratch clone is gone already (TemporaryDirectory)
+        sys.exit("interrupted")
