@@ -40,7 +40,9 @@ def reduced_project(factory: pytest.TempPathFactory, *names: str) -> Path:
 
 def copy_with_only(factory: pytest.TempPathFactory, destination: Path, *names: str) -> Path:
     """A fresh copy of the project at `destination` (which does not exist) whose spec/ holds only the spec
-    files named (and the helpers they import)."""
+    files named (and the helpers they import); with no name, of the whole project (copy_project)."""
+    if not names:
+        return copy_project(destination)
     return Path(shutil.copytree(reduced_project(factory, *names), destination, symlinks=True))
 
 

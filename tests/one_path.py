@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import copy_project
 from tests.fewer_specs import copy_with_only
 
 
@@ -25,7 +24,7 @@ def copy_at_one_path(factory: pytest.TempPathFactory, name: str, *spec_names: st
     few backends or about how a run behaves, whose runs would otherwise load and build every spec file."""
     path = factory.getbasetemp() / f"one-path-{name}" / "project"
     shutil.rmtree(path, ignore_errors=True)
-    return copy_with_only(factory, path, *spec_names) if spec_names else copy_project(path)
+    return copy_with_only(factory, path, *spec_names)
 
 
 def project_at_one_path(name: str, *spec_names: str):

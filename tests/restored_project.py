@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, copy_project, with_session_caches
+from tests.conftest import ROOT, with_session_caches
 from tests.fewer_specs import copy_with_only, reduced_project
 
 FOLDERS = ("spec", "templates", "generated", "docs")  # what copy_project copies (conftest.copy_inputs)
@@ -98,7 +98,7 @@ def project_restored_before_each_test(name: str, *spec_names: str):
             except OSError:  # what a test left cannot be read or changed: a new copy, as one_path makes
                 _make_writable(path)
                 shutil.rmtree(path, ignore_errors=True)
-        return copy_with_only(tmp_path_factory, path, *spec_names) if spec_names else copy_project(path)
+        return copy_with_only(tmp_path_factory, path, *spec_names)
 
     return project
 
