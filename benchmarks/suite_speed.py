@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from intervals import coverage, median_interval
-from speed import python_seconds
+from speed import TORCH_IMPORT, python_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -145,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="suite-speed-") as scratch_name:
         scratch = Path(scratch_name)
         trees = {"baseline": baseline_clone(scratch), "this": ROOT}
-        before = min(python_seconds(3, "import torch"))
+        before = min(python_seconds(3, TORCH_IMPORT))
         runs: list[Run] = []
         ratios = []
         for number in range(options.rounds):
@@ -156,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 pair[tree] = run_suite(tree, trees[tree], scratch / f"tmp-{len(runs)}", options.pytest_args)
                 runs.append(pair[tree])
             ratios.append(pair["this"].wall / pair["baseline"].wall)
-        after = min(python_seconds(3, "import torch"))
+        after = min(python_seconds(3, TORCH_IMPORT))
     report(runs, ratios, (before, after), whole=not options.pytest_args)
     return 0
 
