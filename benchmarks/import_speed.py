@@ -27,9 +27,9 @@ TARGET_SECONDS = 10.0
 
 def references() -> list[str]:
     sys.path.insert(0, str(ROOT))
-    from generator import spec_loading
+    from generator.loading import loader
 
-    return [b.reference for m in spec_loading.load_modules(ROOT) for b in m.backends if b.reference]
+    return [b.reference for m in loader.load_modules(ROOT) for b in m.backends if b.reference]
 
 
 def project_copy(destination: Path) -> Path:

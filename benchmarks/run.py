@@ -95,7 +95,8 @@ print("imports:", json.dumps([code, sorted(m for m in ("torch", "black", "jinja2
 # A fresh interpreter running `regenerate`, reporting which targets reached the render stage.
 RENDER_PROBE = """
 import sys
-from generator import cli, pipeline
+from generator import cli
+from generator.build import pipeline
 build = pipeline.build
 def recording_build(root, modules, targets, *args, **kwargs):
     print("rendered:", " ".join(sorted(t.name for t in targets)))

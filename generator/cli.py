@@ -22,7 +22,8 @@ import sys
 import warnings
 from pathlib import Path
 
-from generator import digests, errors, manifest, planning, progress, writing
+from generator import digests, errors, files, progress, project
+from generator.freshness import manifest, planning
 
 OK, DIFFERENT, ERROR = 0, 1, 2
 INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
@@ -185,19 +186,20 @@ def lint_findings(root: Path, targets, modules) -> list[str]:
     cached = _cached_findings(cache_file) if modules is None else None
     if cached is not None:
         return cached
-    from generator import lint, spec_loading
-    from generator.expansion import expand_module
+    from generator.build import lint
+    from generator.build.expansion import expand_module
+    from generator.loading import loader
 
     # Not pipeline.load: the lint needs neither Jinja2 nor black, and check must not import them.
     # Unchanged spec files' loads come from the model cache, as regenerate's do, and the loads made
     # are kept there: the build check then makes to explain a stale tree executes no spec file again.
     if modules is None:
-        modules = [expand_module(m) for m in spec_loading.load_modules(root, reuse=True, keep=True)]
+        modules = [expand_module(m) for m in loader.load_modules(root, reuse=True, keep=True)]
     findings = [str(f) for f in lint.lint(modules)]
     try:
         for old in cache_file.parent.glob("lint-*.json"):
             old.unlink(missing_ok=True)
-        writing.write_if_changed(cache_file, json.dumps(findings, indent=1))
+        files.write_if_changed(cache_file, json.dumps(findings, indent=1))
     except (OSError, errors.WriteError):
         pass  # a read-only checkout only loses the speed-up: the findings were computed
     return findings
@@ -222,7 +224,7 @@ def report_lint(console: Console, findings: list[str], strict: bool) -> None:
 
 
 def cmd_regenerate(args, console: Console) -> int:
-    with writing.project_lock(args.root, functools.partial(_say_waiting, console)):
+    with files.project_lock(args.root, functools.partial(_say_waiting, console)):
         return _regenerate(args, console)
 
 
@@ -252,7 +254,7 @@ def _regenerate(args, console: Console) -> int:
 def cmd_matrix(args, console: Console) -> int:
     if args.stdout:  # writes nothing
         return _matrix(args, console)
-    with writing.project_lock(args.root, functools.partial(_say_waiting, console)):
+    with files.project_lock(args.root, functools.partial(_say_waiting, console)):
         return _matrix(args, console)
 
 
@@ -279,7 +281,7 @@ def build_with_progress(command: str, root: Path, targets, jobs: int, reuse: boo
     manifest; --force and check --full execute every spec file. `keep`: keep the loads made for
     later runs (regenerate, --force included: it fills the caches).
     """
-    from generator import importability, pipeline
+    from generator.build import importability, pipeline
 
     with progress.Progress(command) as shown:
         shown.step(f"loading spec/ to build {len(targets)} file(s)")
@@ -306,7 +308,7 @@ def _write(root: Path, targets, texts: dict[str, str], every=None, also=()) -> l
     closed standard output cannot stop the run halfway.
     """
     for directory in {t.output.parent for t in targets} | {(root / manifest.PATH).parent}:
-        writing.remove_stale_temporaries(directory)
+        files.remove_stale_temporaries(directory)
     recorded = manifest.read(root)
     new_texts = {t.relative: texts[t.name] for t in targets if t.name in texts}
     current = {t.relative: dict(t.made_from) for t in (every or targets)}
@@ -314,17 +316,17 @@ def _write(root: Path, targets, texts: dict[str, str], every=None, also=()) -> l
     replaced = {t.relative: _digest_of(t.output) for t in targets if t.relative in new_texts}
     replaced = {o: d for o, d in replaced.items() if d != final.outputs[o].digest}
     manifest_changes = bool(replaced) or _digest_of(root / manifest.PATH) != digests.text_digest(final.text())
-    writing.ensure_writable([*(root / o for o in replaced), *[root / manifest.PATH] * manifest_changes, *also])
+    files.ensure_writable([*(root / o for o in replaced), *[root / manifest.PATH] * manifest_changes, *also])
     if replaced:
-        writing.write_if_changed(root / manifest.PATH, manifest.pending(final, replaced).text())
+        files.write_if_changed(root / manifest.PATH, manifest.pending(final, replaced).text())
     files_written, report = 0, []
     for target in targets:
-        written = target.relative in new_texts and writing.write_if_changed(target.output, new_texts[target.relative])
+        written = target.relative in new_texts and files.write_if_changed(target.output, new_texts[target.relative])
         status = "written" if written else "unchanged"
         report.append((f"{status:9} {target.output.relative_to(root)}", "green" if written else None))
         files_written += written
-        writing.pause_if_asked(files_written)
-    if writing.write_if_changed(root / manifest.PATH, final.text()):
+        files.pause_if_asked(files_written)
+    if files.write_if_changed(root / manifest.PATH, final.text()):
         report.append((f"{'written':9} {manifest.PATH.as_posix()}", "green"))
     return report
 
@@ -431,39 +433,39 @@ SAME_OUTPUT_FIX = f"regenerate updates only {manifest.PATH.as_posix()}"
 
 
 def cmd_diff(args, console: Console) -> int:
-    from generator import review_formats, reviewing
+    from generator.review import diff, formats
 
     root = args.root
     if args.against_torch:
         # The stale notice comes first, but its title names the reference, which the spec says.
-        refs, locations = reviewing.load_builders(root, args.backends)
-        old, new = reviewing.reference_title(refs), "generated"
-        if _stale_notice(reviewing.Side(root, None), args.format, old, new, console):
+        refs, locations = diff.load_builders(root, args.backends)
+        old, new = diff.reference_title(refs), "generated"
+        if _stale_notice(diff.Side(root, None), args.format, old, new, console):
             return DIFFERENT
         with progress.Progress("diff") as shown:
             compared = [ref.label for ref in refs if ref.reference is not None]
             shown.step(f"building {len(compared)} backend(s) and their reference builders")
             advance = shown.counter("compared", len(compared))
             results = []
-            for result in reviewing.against_torch(root, refs, locations):
+            for result in diff.against_torch(root, refs, locations):
                 advance(result.backend)
                 results.append(result)
-        uncompared = reviewing.unreferenced(refs)
+        uncompared = diff.unreferenced(refs)
         if not results:  # nothing has a reference: say so, and that is no difference
-            console.out.write(review_formats.render(args.format, results, old, new, uncompared))
+            console.out.write(formats.render(args.format, results, old, new, uncompared))
             return OK
     else:
         uncompared = []
-        old_side, new_side = reviewing.parse_revisions(root, args.rev)
+        old_side, new_side = diff.parse_revisions(root, args.rev)
         for side in (old_side, new_side):
-            reviewing.require_generated(side)
+            diff.require_generated(side)
         old, new = old_side.title, new_side.title
         if _stale_notice(new_side, args.format, old, new, console):
             return DIFFERENT
-        results = list(reviewing.against_revision(old_side, new_side, args.backends))
+        results = list(diff.against_revision(old_side, new_side, args.backends))
     if not results:
         raise errors.NothingToCompareError("nothing to compare: no backend on either side")
-    console.out.write(review_formats.render(args.format, results, old, new, uncompared))
+    console.out.write(formats.render(args.format, results, old, new, uncompared))
     return DIFFERENT if any(r.status != "same" for r in results) else OK
 
 
@@ -472,9 +474,9 @@ def _stale_notice(side, fmt: str, old: str, new: str, console: Console) -> bool:
 
     A diff of such a generated/ would mislead: it would not show the spec's change.
     """
-    from generator import review_formats, reviewing
+    from generator.review import diff, formats
 
-    stale = reviewing.stale_files(side)
+    stale = diff.stale_files(side)
     if stale and side.revision is None:
         stale = _content_changes(side.root, stale, console)
     if not stale:
@@ -482,7 +484,7 @@ def _stale_notice(side, fmt: str, old: str, new: str, console: Console) -> bool:
     fix = FIX_COMMAND
     if side.revision is not None:
         fix = f"check out {side.revision}, run {FIX_COMMAND} and commit the result"
-    console.out.write(review_formats.stale(fmt, stale, old, new, fix))
+    console.out.write(formats.stale(fmt, stale, old, new, fix))
     return True
 
 
@@ -504,11 +506,12 @@ def _content_changes(root: Path, stale: list, console: Console) -> list:
 
 
 def cmd_import(args, console: Console) -> int:
-    from generator import import_validation, importing, round_trip, spec_source, user_code
+    from generator import user_code
+    from generator.importer import reading, round_trip, spec_writer, validation
 
     root = args.root
-    name = args.name or importing.default_name(importing.split_target(args.target)[1])
-    if not importing.valid_spec_name(name):
+    name = args.name or reading.default_name(reading.split_target(args.target)[1])
+    if not reading.valid_spec_name(name):
         raise errors.ImportNameError(
             f"{name!r} cannot name a spec file: use a lower-case identifier that is not a Python keyword (--name)"
         )
@@ -517,7 +520,7 @@ def cmd_import(args, console: Console) -> int:
         raise errors.SpecExistsError(f"{path.relative_to(root)} exists; give --force to overwrite it or --name")
     with progress.Progress("import") as shown:
         shown.step(f"calling {args.target}")
-        builder, module, backend_config = importing.load_builder(args.target, root)
+        builder, module, backend_config = reading.load_builder(args.target, root)
         # Reading the config calls the builder's own callables (fuser methods): an exit there must not end the run.
         with user_code.running(errors.BuilderCallError, f"reading {args.target}()", root, exceptions=False):
             shown.step("comparing with the existing spec")
@@ -527,23 +530,23 @@ def cmd_import(args, console: Console) -> int:
                 round_trip.refuse_to_drop_backends(existing, backend_config)
                 shown.step(f"reading {len(backend_config.configs)} pattern configs")
                 templates = root / "templates"
-                spec = importing.read_backend_config(name, args.target, builder, module, backend_config, templates)
+                spec = reading.read_backend_config(name, args.target, builder, module, backend_config, templates)
                 spec = round_trip.recover(spec, existing)
                 if not args.no_compact:
-                    from generator import compaction
+                    from generator.importer import compaction
 
                     shown.step(f"compacting {len(spec.backend.configs)} patterns with spec/_common.py's op groups")
                     spec = compaction.compact(spec, root)
         if not unchanged:
             shown.step("checking the spec regenerates")
             _refuse_a_taken_backend_name(root, path, spec.backend)
-            text = spec_source.spec_source(spec)
-            import_validation.refuse_what_regenerate_refuses(root, path, text)
+            text = spec_writer.spec_source(spec)
+            validation.refuse_what_regenerate_refuses(root, path, text)
     if unchanged:
         console.say(f"{'unchanged':9} {path.relative_to(root)}: it already builds exactly what {args.target} returns")
         console.say(f"next: {FIX_COMMAND}")
         return OK
-    writing.write_if_changed(path, text)
+    files.write_if_changed(path, text)
     console.say(f"{'written':9} {path.relative_to(root)}: {len(spec.backend.configs)} patterns", "green")
     console.say(f"next: {FIX_COMMAND}")
     return OK
@@ -551,10 +554,10 @@ def cmd_import(args, console: Console) -> int:
 
 def _refuse_a_taken_backend_name(root: Path, path: Path, backend) -> None:
     """regenerate requires backend names unique across spec/: never write a spec it would refuse."""
-    from generator import spec_loading
+    from generator.loading import loader
 
     try:
-        others = spec_loading.load_modules(root, exclude=path, reuse=True)  # as regenerate will load them
+        others = loader.load_modules(root, exclude=path, reuse=True)  # as regenerate will load them
     except errors.GeneratorError:
         return  # the other spec files are broken already: regenerate names that, whatever import writes
     for other in (b for m in others for b in m.backends):
@@ -678,7 +681,7 @@ def require_project(root: Path, command: str) -> None:
         raise errors.NotAProjectError(
             f"{root} is not a project root: it has no spec/ folder; run in the project's folder or pass --root DIR"
         )
-    if command != "import" and not planning.spec_files(root):
+    if command != "import" and not project.spec_files(root):
         raise errors.NoSpecFilesError(
             f"{root / 'spec'} has no spec files (spec/NAME.py with MODULE = Module(...)); write one, "
             "or start from a builder with python -m generator import MODULE:FUNCTION"
@@ -733,8 +736,8 @@ def missing_dependency(error: ModuleNotFoundError) -> errors.MissingDependencyEr
     their own errors before this; what reaches here is the generator's own need.
     """
     package = (error.name or str(error)).partition(".")[0]
-    project = Path(__file__).resolve().parent.parent
-    where = f"in {project}" if (project / "pyproject.toml").exists() else "in the generator's source folder"
+    checkout = Path(__file__).resolve().parent.parent
+    where = f"in {checkout}" if (checkout / "pyproject.toml").exists() else "in the generator's source folder"
     return errors.MissingDependencyError(
         f"{package} is not installed for {sys.executable}; activate the environment the project is installed "
         f"in, or install the project with its dependencies: pip install -e . ({where})"

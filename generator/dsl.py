@@ -24,8 +24,9 @@ from dataclasses import replace
 from pathlib import Path
 from types import CodeType, SimpleNamespace
 
-from generator import model, number_spelling, spec_syntax
+from generator import model
 from generator.errors import EmptyAxisError, GeneratorError, SpecFieldError
+from generator.loading import spellings, syntax
 from generator.model import SourceLocation
 
 __all__ = [
@@ -65,7 +66,7 @@ def forget_source_files() -> None:
     """Drop what was read from spec files' source: a run reads each file as it is now."""
     for cached in (_assignments, _name_assignments, _keyword_lines):
         cached.cache_clear()
-    number_spelling.forget()
+    spellings.forget()
     _line_tables.clear()
     _locations.clear()
 
@@ -205,7 +206,7 @@ def _name_assignments(filename: str) -> tuple[tuple[int, str], ...]:
     """(line, name) of every `name = ...` in a spec file."""
     return tuple(
         (node.lineno, target.id)
-        for node in spec_syntax.index(filename).assignments
+        for node in syntax.index(filename).assignments
         for target in node.targets
         if isinstance(target, ast.Name)
     )
@@ -225,7 +226,7 @@ def _keyword_lines(filename: str) -> dict[tuple[str, int], int]:
     """{(keyword, line of the call): line of the value} for each keyword argument in a spec file
     (the first, where a line opens several calls): one parse per file, whatever the keyword."""
     found: dict[tuple[str, int], int] = {}
-    for node in spec_syntax.index(filename).calls:
+    for node in syntax.index(filename).calls:
         for keyword_node in node.keywords:
             if keyword_node.arg is not None:
                 found.setdefault((keyword_node.arg, node.lineno), keyword_node.value.lineno)
@@ -268,7 +269,7 @@ def describe(value) -> str:
 
 
 def _spelling(path: str) -> str:
-    from generator.source_spelling import ref_source
+    from generator.spelling import ref_source
 
     try:
         return ref_source(model.TorchRef(path))
@@ -497,7 +498,7 @@ def _to_ref(value, what: str, example: str = "nn.Conv2d") -> model.TorchRef | No
 def _assignments(filename: str) -> tuple[tuple[int, int, str], ...]:
     """(first line, last line, target name) of each `name = call(...)` in a spec file."""
     found = []
-    for node in spec_syntax.index(filename).assignments:
+    for node in syntax.index(filename).assignments:
         if len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
@@ -562,10 +563,10 @@ def DTypeWithConstraints(dtype=None, **bounds) -> model.DTypeWithConstraints:
 
 
 def _spellings(location: SourceLocation | None, bounds: dict) -> tuple[tuple[str, str], ...]:
-    """How the spec spells the bounds (`2**-12`), proven equal to their values; see number_spelling."""
+    """How the spec spells the bounds (`2**-12`), proven equal to their values; see spellings."""
     if location is None or _project_root is None:
         return ()
-    return number_spelling.bound_spellings(_project_root, location.file, location.line, bounds)
+    return spellings.bound_spellings(_project_root, location.file, location.line, bounds)
 
 
 @spec_function

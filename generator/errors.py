@@ -22,7 +22,7 @@ class GeneratorError(Exception):
         self.location = location
 
     def __reduce__(self):
-        # Pickled whole, location included (an error sent by a forked child, generator.forked):
+        # Pickled whole, location included (an error sent by a forked child, generator.process):
         # Exception's own pickling keeps the message alone.
         return type(self), (self.message, self.location)
 

@@ -98,7 +98,7 @@ class DTypeWithConstraints:
     # changed(DTypeWithConstraints(...), "reason"): every dtype config holding it differs from the reference's.
     divergence: Divergence | None = field(default=None, compare=False, repr=False)
     # (bound, source spelling) where the spec spells a bound otherwise than its repr, e.g.
-    # ("scale_min_lower_bound", "2**-12"); the value above is what counts (see generator/number_spelling.py).
+    # ("scale_min_lower_bound", "2**-12"); the value above is what counts (see generator/loading/spellings.py).
     spellings: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     @property

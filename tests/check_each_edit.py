@@ -15,9 +15,14 @@ the last from a `check` after every edit was undone.
 
 import sys
 
-import generator.pipeline  # noqa: F401 - first, so that sys.modules holds what a regenerate imports
+import generator.build.pipeline  # noqa: F401 - first, so that sys.modules holds what a regenerate imports
 
-PIPELINE_MODULES = sorted(m.removeprefix("generator.") for m in sys.modules if m.startswith("generator."))
+# Modules, not packages: a package's __init__.py holds only its docstring.
+PIPELINE_MODULES = sorted(
+    name.removeprefix("generator.")
+    for name, module in sys.modules.items()
+    if name.startswith("generator.") and not module.__file__.endswith("__init__.py")
+)
 
 import contextlib  # noqa: E402
 import io  # noqa: E402
@@ -28,7 +33,7 @@ from generator import cli  # noqa: E402
 
 
 def check_after_editing(project: Path, module: str) -> tuple[int, str]:
-    source = project / "generator" / f"{module}.py"
+    source = project / "generator" / (module.replace(".", "/") + ".py")
     original = source.read_bytes()
     source.write_bytes(original + b"\n# an edit to the generator\n")
     out, err = io.StringIO(), io.StringIO()
@@ -42,7 +47,8 @@ def check_after_editing(project: Path, module: str) -> tuple[int, str]:
 
 def main() -> None:
     project = Path.cwd()
-    assert Path(generator.pipeline.__file__).parent == project / "generator", "run with PYTHONPATH=the copy"
+    in_the_copy = Path(generator.build.pipeline.__file__).parent == project / "generator" / "build"
+    assert in_the_copy, "run with PYTHONPATH=the copy"
     print(json.dumps(PIPELINE_MODULES), flush=True)
     modules = json.loads(sys.stdin.readline())
     results = {module: check_after_editing(project, module) for module in modules}

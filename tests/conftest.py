@@ -86,7 +86,8 @@ def with_session_caches(project: Path) -> Path:
 
 def warm(project: Path) -> None:
     """Validate and format the committed spec, in this process where torch is imported anyway."""
-    from generator import pipeline, planning
+    from generator.build import pipeline
+    from generator.freshness import planning
 
     copy_inputs(project)
     pipeline.build(project, pipeline.load(project, validate=True), planning.plan(project))

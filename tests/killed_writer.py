@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from generator import cli, writing
+from generator import cli, files
 
 
 class KillAt:
@@ -34,8 +34,8 @@ class KillAt:
         self.calls += 1
 
     def install(self) -> None:
-        real_open, real_fdopen = writing.os.open, writing.os.fdopen
-        real_fsync, real_replace = writing.os.fsync, writing.os.replace
+        real_open, real_fdopen = files.os.open, files.os.fdopen
+        real_fsync, real_replace = files.os.fsync, files.os.replace
 
         def open_(*args, **kwargs):
             handle = real_open(*args, **kwargs)
@@ -55,8 +55,8 @@ class KillAt:
             real_replace(source, target)
             self.step()
 
-        writing.os.open, writing.os.fdopen = open_, fdopen
-        writing.os.fsync, writing.os.replace = fsync, replace
+        files.os.open, files.os.fdopen = open_, fdopen
+        files.os.fsync, files.os.replace = fsync, replace
 
 
 class HalfWriteThenStep:

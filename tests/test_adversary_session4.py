@@ -124,11 +124,12 @@ def test_a_file_a_load_looked_for_and_missed_is_an_input_once_it_appears(project
 def test_a_spelling_too_large_to_be_a_bound_is_not_computed():
     """Each power's exponent is small, yet nested they would take hours (five levels) or give an int
     whose repr Python refuses (over 4,300 digits)."""
-    from generator import number_spelling
+    from generator import spelling
 
-    assert number_spelling.evaluate("((10**64)**64)**2") is None
-    assert number_spelling.evaluate("((((((10**64)**64)**64)**64)**64)**64)") is None
-    assert number_spelling.evaluate("2**-12") == 2**-12 and number_spelling.evaluate("(2**64)**15") == 2**960
+
+    assert spelling.evaluate("((10**64)**64)**2") is None
+    assert spelling.evaluate("((((((10**64)**64)**64)**64)**64)**64)") is None
+    assert spelling.evaluate("2**-12") == 2**-12 and spelling.evaluate("(2**64)**15") == 2**960
 
 
 def test_a_helper_no_spec_imports_does_not_break_a_numbers_spelling(project_with_only):

@@ -58,7 +58,7 @@ def _rendered_with(tmp_path, tag, marked=lambda value: True) -> str:
     given, its compiled templates kept in tmp_path/cache (as the generator keeps them)."""
     import jinja2
 
-    from generator.template_cache import TemplateBytecodeCache
+    from generator.build.template_cache import TemplateBytecodeCache
 
     (tmp_path / "templates").mkdir(exist_ok=True)
     (tmp_path / "templates" / "module.py.j2").write_text("{{ 'x' | tag }}{{ 'y' is marked }}")

@@ -1,5 +1,5 @@
 """Adversarial user code against how a load tells the project's modules from the others in sys.modules
-(generator/spec_reads.py): each load runs on fresh project modules, and a caller gets its own back."""
+(generator/loading/reads.py): each load runs on fresh project modules, and a caller gets its own back."""
 
 import gc
 import importlib
@@ -10,7 +10,7 @@ import weakref
 
 import pytest
 
-from generator import spec_loading
+from generator.loading import loader
 from tests.fewer_specs import fixture_of_projects_with_only
 from tests.test_adversary_session4 import doc_prefixed, run
 from tests.test_user_code import only_qnnpack_pt2e
@@ -74,13 +74,13 @@ def test_a_caller_s_helper_that_stands_in_for_itself_is_set_aside_for_each_load(
     (project / "acme_count.py").write_text(_STAND_IN)
     prelude = "import acme_count as _count\n\n_count.LOADS.append(1)\n_DOC = f'loads seen: {len(_count.LOADS)}. '\n"
     doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "_DOC", prelude)
-    baseline = spec_loading.load_modules(project)
+    baseline = loader.load_modules(project)
     assert baseline[0].doc.startswith("loads seen: 1. ")
     monkeypatch.syspath_prepend(str(project))
     caller_s = importlib.import_module("acme_count")
     caller_s.LOADS.extend(["the caller's"] * 5)
     for _ in range(2):  # the second finds sys.modules as the first left it
-        assert spec_loading.load_modules(project) == baseline
+        assert loader.load_modules(project) == baseline
         assert sys.modules["acme_count"] is caller_s and caller_s.LOADS == ["the caller's"] * 5
 
 
@@ -96,9 +96,9 @@ def test_a_module_whose_dict_attribute_raises_does_not_fail_a_load(tmp_path, cal
     """A caller's module in sys.modules whose class makes `__dict__` raise: a load tells that it is not the
     project's without asking it, and runs as it would without it."""
     project = only_qnnpack_pt2e(tmp_path / "project")
-    baseline = spec_loading.load_modules(project)
+    baseline = loader.load_modules(project)
     sys.modules["acme_guarded"] = _GuardedNamespace("acme_guarded")
-    assert spec_loading.load_modules(project) == baseline
+    assert loader.load_modules(project) == baseline
     assert type(sys.modules["acme_guarded"]) is _GuardedNamespace
 
 
@@ -124,7 +124,7 @@ def test_a_load_keeps_no_module_the_caller_let_go_of_alive(tmp_path, monkeypatch
     (project / "acme_helper.py").write_text("DOC = 'the helper'\n")
     monkeypatch.syspath_prepend(str(project))
     helper = weakref.ref(importlib.import_module("acme_helper"))
-    spec_loading.load_modules(project)
+    loader.load_modules(project)
     del sys.modules["acme_helper"]
     gc.collect()
     assert helper() is None
@@ -163,14 +163,14 @@ def test_a_caller_s_installed_part_of_a_namespace_package_the_project_shares_is_
     project = only_qnnpack_pt2e(tmp_path / "project")
     prelude = _namespace_package_in_two_places(tmp_path, project) + "_DOC = acme.tools.DOC + acme.docs.DOC\n"
     doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "_DOC", prelude)
-    baseline = spec_loading.load_modules(project)
+    baseline = loader.load_modules(project)
     assert baseline[0].doc.startswith("from the tools. from the docs. ")
     monkeypatch.syspath_prepend(str(project))
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     names = ("acme", "acme.tools", "acme.docs")
     try:
         caller_s = {name: importlib.import_module(name) for name in names}
-        assert spec_loading.load_modules(project) == baseline
+        assert loader.load_modules(project) == baseline
         assert {name: sys.modules[name] for name in names} == caller_s
     finally:
         for name in names:
@@ -312,7 +312,7 @@ def test_a_module_another_thread_fails_to_import_during_a_load_is_not_put_back(t
     try:
         assert sync.started.wait(30)  # the thread's import is under way: acme_half_run is in sys.modules
         assert "acme_half_run" in sys.modules
-        spec_loading.load_modules(project)  # the spec lets the import go on and waits for it to fail
+        loader.load_modules(project)  # the spec lets the import go on and waits for it to fail
         assert sync.failed.is_set()
         assert "acme_half_run" not in sys.modules
     finally:

@@ -1,4 +1,4 @@
-"""Adversarial checks of the build's split between this process and a forked child (generator/pipeline.py):
+"""Adversarial checks of the build's split between this process and a forked child (generator/build/pipeline.py):
 whichever process meets a failure, the run says what rendering the modules in order (`--jobs 1`) says."""
 
 import os
@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from generator import check_memo, cli, errors, pipeline
+from generator import cli, errors
+from generator.build import check_memo, pipeline
 from tests import test_build_split
 from tests.conftest import ROOT
 

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli, pipeline, spec_loading
+from generator import cli
+from generator.build import pipeline
+from generator.loading import loader
 from generator.model import Backend
 from tests.conftest import ROOT
 from tests.fewer_specs import copy_with_only
@@ -38,7 +40,7 @@ def committed_models(factory) -> Path:
     """The model cache of the project the cases are laid over (every spec file's load, kept), built once per run."""
 
     def build(folder: Path) -> None:
-        spec_loading.load_modules(copy_with_only(factory, folder / "project", *SPEC_FILES), keep=True)
+        loader.load_modules(copy_with_only(factory, folder / "project", *SPEC_FILES), keep=True)
 
     return built_once(factory, "bad-input-models", build) / "project" / ".cache" / "generator" / "models"
 

@@ -1,11 +1,13 @@
-"""A build renders and checks about half the modules in a forked child (generator/pipeline.py): the same
+"""A build renders and checks about half the modules in a forked child (generator/build/pipeline.py): the same
 texts, the same verdicts and the same first error as rendering them one after the other."""
 
 import os
 
 import pytest
 
-from generator import errors, forked, formatting, pipeline, planning
+from generator import errors, process
+from generator.build import formatting, pipeline
+from generator.freshness import planning
 from tests.conftest import ROOT
 
 
@@ -29,13 +31,13 @@ def largest_first(spec) -> list[str]:
 
 def test_a_child_renders_half_the_patterns_and_the_texts_are_the_committed_ones(spec, tmp_path, monkeypatch):
     children = []
-    real = forked.Forked
+    real = process.Forked
 
     def recording(function, *args, **options):
         children.append([m.spec.name for m in args[1]])
         return real(function, *args, **options)
 
-    monkeypatch.setattr(forked, "Forked", recording)
+    monkeypatch.setattr(process, "Forked", recording)
     texts = built(spec, 2, tmp_path)
     _, targets = spec
     assert all((ROOT / t.relative).read_text() == texts[t.name] for t in targets)

@@ -10,7 +10,9 @@ import sys
 import pytest
 import torch.ao.quantization.backend_config.fbgemm as torch_fbgemm
 
-from generator import cli, planning, spec_loading
+from generator import cli
+from generator.freshness import planning
+from generator.loading import loader
 from tests.conftest import ROOT, commit_all
 from tests.one_path import copy_at_one_path, project_at_one_path
 
@@ -154,7 +156,7 @@ FAST_PATH_PROBE = """
 import sys
 from generator import cli
 code = cli.main(["--root", sys.argv[1], "check"])
-heavy = sorted(m for m in ("torch", "black", "jinja2", "generator.spec_loading") if m in sys.modules)
+heavy = sorted(m for m in ("torch", "black", "jinja2", "generator.loading.loader") if m in sys.modules)
 print("exit", code, "imported", heavy)
 """
 
@@ -166,7 +168,7 @@ def test_check_fast_path_imports_neither_torch_nor_black_nor_the_spec(project):
         return done.stdout.decode(), done.stderr.decode()
 
     first_out, first_err = probe()  # no lint cache yet: the spec is executed once, without torch, black or Jinja2
-    assert "exit 0 imported ['generator.spec_loading']" in first_out
+    assert "exit 0 imported ['generator.loading.loader']" in first_out
     out, err = probe()
     assert "exit 0 imported []" in out
     assert err == first_err == ""  # the committed spec marks its intended overrides: no lint findings
@@ -192,7 +194,7 @@ def test_an_unmarked_override_warns_and_fails_strict_with_or_without_the_cache(p
     assert code == 0
     assert f"warning: spec/_common.py:{line}: pattern nniqat.ConvReLU2d is registered again" in out
     named = re.search(r"Backends: ([^.]*)\.", out).group(1).split(", ")
-    labels = {b.label for m in spec_loading.load_modules(project) for b in m.backends}
+    labels = {b.label for m in loader.load_modules(project) for b in m.backends}
     assert set(named) <= labels and len(named) > 1  # the names users see, never e.g. `_native_and_fp16`
     for _ in range(2):
         code, out = run(capsys, "--root", str(project), "check", "--strict")

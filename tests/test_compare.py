@@ -42,7 +42,8 @@ from torch.ao.quantization.fuser_method_mappings import (
 )
 from torch.ao.quantization.utils import MatchAllNode
 
-from generator.compare import (
+from generator.build.torch_names import describe_pattern
+from generator.review.equality import (
     CALLABLE_FIELDS,
     CONSTRAINT_FIELDS,
     DICT_FIELDS,
@@ -54,7 +55,6 @@ from generator.compare import (
     compare_pattern_configs,
     diff_backend_configs,
 )
-from generator.torch_names import describe_pattern
 from tests.builders import REFERENCED
 
 # Every reference builder (torch's), each compared with itself and mutated.

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli, manifest, planning, writing
+from generator import cli, files
+from generator.freshness import manifest, planning
+from generator.project import spec_files
 from tests.committed_copy import commit_all_once
 from tests.conftest import ROOT, git
 from tests.fewer_specs import copy_with_only
@@ -102,7 +104,7 @@ def test_a_generated_folder_that_is_a_file_is_one_line_naming_it(project, capsys
 
 @EVERY_COMMAND
 def test_a_spec_folder_without_spec_files_is_one_line_and_deletes_nothing(command, repo, capsys):
-    for spec in planning.spec_files(repo):
+    for spec in spec_files(repo):
         spec.unlink()
     before = snapshot(repo)
     code, out, err = run(capsys, "--root", str(repo), *command)
@@ -164,7 +166,7 @@ def test_an_unwritable_folder_is_one_line_naming_the_file_and_files_stay_whole(c
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
         return real_open(path, flags, *args)
 
-    monkeypatch.setattr(writing.os, "open", unwritable)
+    monkeypatch.setattr(files.os, "open", unwritable)
     code, out, err = run(capsys, "--root", str(project), *command)
     assert code == 2
     assert len(err.splitlines()) == 1
@@ -489,7 +491,7 @@ def test_a_read_only_docs_folder_changes_no_file_at_all(project, capsys, monkeyp
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
         return real_open(path, flags, *args)
 
-    monkeypatch.setattr(writing.os, "open", read_only_docs)
+    monkeypatch.setattr(files.os, "open", read_only_docs)
     code, out, err = run(capsys, "--root", str(project), "regenerate", "--jobs", "1")
     assert code == 2
     assert err == f"error: cannot write {project / planning.MATRIX_OUTPUT}: Permission denied\n"
@@ -500,7 +502,7 @@ def test_a_regenerate_waits_for_one_already_running_and_both_leave_a_tree_check_
     touch_x86(project)
     before = snapshot(project)
     command = [sys.executable, "-m", "generator", "--root", str(project), "regenerate", "--jobs", "1"]
-    with writing.project_lock(project, waiting=lambda: None):  # as a running regenerate holds it
+    with files.project_lock(project, waiting=lambda: None):  # as a running regenerate holds it
         process = subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         said = process.stderr.readline()
         assert said == "warning: another regenerate or matrix is running in this project; waiting for it to finish\n"

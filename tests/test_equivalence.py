@@ -18,8 +18,8 @@ import torch.ao.quantization.backend_config as torch_backend_config
 from torch.ao.quantization.backend_config import BackendConfig, DTypeConfig
 
 from generator import cli
-from generator.compare import _pattern_key, compare_pattern_configs
-from generator.divergence import split_differences, torch_key
+from generator.review.divergence import split_differences, torch_key
+from generator.review.equality import _pattern_key, compare_pattern_configs
 from tests.builders import BUILDERS, GENERATED_MODULES, REFERENCED, _module_from_file, discover
 from tests.conftest import ROOT
 from tests.fewer_specs import fixture_of_projects_with_only

@@ -1,12 +1,13 @@
 """black confirms rather than reformats: pattern entries are laid out as black will lay them out
-(generator/entry_layout.py) and the templates render black's style, and neither changes what black writes."""
+(generator/build/entry_layout.py) and the templates render black's style, and neither changes what black writes."""
 
 import itertools
 
 import black
 import pytest
 
-from generator import check_memo, entry_layout, formatting, output_check, pipeline, planning, rendering
+from generator.build import check_memo, entry_layout, formatting, output_check, pipeline, rendering
+from generator.freshness import planning
 from tests import random_entries
 from tests.conftest import ROOT
 
@@ -343,13 +344,13 @@ def test_a_memoised_names_check_is_not_reused_after_the_entries_are_cut_otherwis
     import sys
 
     shutil.copytree(ROOT / "generator", tmp_path / "generator", ignore=shutil.ignore_patterns("__pycache__"))
-    script = "from generator import check_memo; print(check_memo.key('text', 'generated/x.py', ['a']).hex())"
+    script = "from generator.build import check_memo; print(check_memo.key('text', 'generated/x.py', ['a']).hex())"
 
     def memo_key() -> str:
         run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True)
         return run.stdout
 
     before = memo_key()
-    formatting_file = tmp_path / "generator" / "formatting.py"
+    formatting_file = tmp_path / "generator" / "build" / "formatting.py"
     formatting_file.write_text(formatting_file.read_text() + "\n# entries cut otherwise\n")
     assert memo_key() != before

@@ -6,7 +6,8 @@ import re
 import black
 import pytest
 
-from generator import cli, formatting, pipeline, rendering, resolution
+from generator import cli
+from generator.build import formatting, pipeline, rendering, resolution
 from tests.builders import GENERATED_MODULES
 from tests.conftest import ROOT
 from tests.one_path import project_at_one_path

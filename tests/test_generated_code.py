@@ -111,7 +111,7 @@ def _mutable_ids(backend_config) -> set[int]:
 
 @pytest.mark.parametrize("builder", BUILDERS, ids=lambda b: b.id)
 def test_a_callers_mutation_does_not_leak_into_the_next_call(builder):
-    from generator.compare import compare_backend_configs
+    from generator.review.equality import compare_backend_configs
 
     expected = builder.ours()()
     mutated = builder.ours()()

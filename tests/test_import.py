@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli, spec_loading
-from generator.compare import compare_backend_configs
+from generator import cli
+from generator.build.resolution import load_object
+from generator.loading import loader
 from generator.model import TorchRef
-from generator.resolution import load_object
+from generator.review.equality import compare_backend_configs
 from tests.builders import discover
 from tests.conftest import ROOT, copy_project
 from tests.shared_builds import built_once, computed_once
@@ -47,7 +48,7 @@ def target(reference: str) -> str:
 def committed_modules() -> tuple:
     """The committed spec, loaded once per worker: spec/ of the checkout is never changed by a
     test (tests change copies), so each load would give the same (frozen) modules."""
-    return tuple(spec_loading.load_modules(ROOT))
+    return tuple(loader.load_modules(ROOT))
 
 
 def committed_references() -> list[str]:
@@ -86,7 +87,7 @@ def imported_outputs(project) -> dict[str, tuple[str, str]]:
     """Each imported reference's generated module (relative to the project) and builder name."""
     return {
         backend.reference: (module.output, backend.builder)
-        for module in spec_loading.load_modules(project)
+        for module in loader.load_modules(project)
         for backend in module.backends
     }
 
@@ -239,7 +240,7 @@ def test_import_refuses_a_backend_name_another_spec_file_uses(project, capsys):
     # replacing the file that holds the name is what the message proposes, and it works
     code, out = run(capsys, "--root", str(project), "import", target(reference), "--name", owner.name, "--force")
     assert code == 0, out
-    assert [b.reference for m in spec_loading.load_modules(project) for b in m.backends].count(reference) == 1
+    assert [b.reference for m in loader.load_modules(project) for b in m.backends].count(reference) == 1
 
 
 @pytest.mark.parametrize(
@@ -302,7 +303,7 @@ def test_any_builder_callable_imports_to_a_spec_that_regenerates_equal(project, 
         assert code == 0, out
     code, out = run(capsys, "--root", str(project), "regenerate")
     assert code == 0, out
-    written = {b.reference: (m, b) for m in spec_loading.load_modules(project) for b in m.backends}
+    written = {b.reference: (m, b) for m in loader.load_modules(project) for b in m.backends}
     assert sorted(written) == sorted(target.replace(":", ".") for target, _ in NOT_PLAIN_FUNCTIONS.values())
     for reference, (module, backend) in written.items():
         ours = getattr(load_generated(project / module.output), backend.builder)()
@@ -334,10 +335,10 @@ def test_import_refuses_a_spec_name_that_is_a_keyword(project, capsys, given, op
 def test_import_writes_nothing_regenerate_would_refuse(project, capsys, monkeypatch):
     """The written spec is loaded, validated and expanded first: whatever import got wrong in it
     (here: a builder name that is a keyword) is one line, exit 2, no file."""
-    from generator import spec_source
+    from generator.importer import spec_writer
 
-    written = spec_source.spec_source
-    monkeypatch.setattr(spec_source, "spec_source", lambda spec: written(spec).replace(
+    written = spec_writer.spec_source
+    monkeypatch.setattr(spec_writer, "spec_source", lambda spec: written(spec).replace(
         'builder="get_partial_backend_config"', 'builder="class"'))
     before = sorted(p.name for p in (project / "spec").iterdir())
     code, out = run(capsys, "--root", str(project), "import", "tests.user_builder:get_partial_backend_config")
@@ -378,7 +379,7 @@ def test_import_force_of_every_generated_builder_round_trips_byte_identical(tmp_
     before = outputs_of(project)
     imported = []
     with generated_package_of(project):
-        for module in spec_loading.load_modules(project):
+        for module in loader.load_modules(project):
             for backend in module.backends:
                 given = f"generated.{module.name}:{backend.builder}"
                 stem = module.spec_file.removeprefix("spec/").removesuffix(".py")
@@ -453,10 +454,10 @@ def test_import_force_refuses_to_drop_the_other_backends_of_a_spec_file(project,
 def spec_patterns(project, name):
     """The patterns spec/<name>.py expands to, dtype configs by content (the expansion
     names fixed-qparams copies itself), in builder order."""
-    from generator.compaction import _canonical
-    from generator.expansion import expand_module
+    from generator.build.expansion import expand_module
+    from generator.importer.compaction import _canonical
 
-    (module,) = [m for m in spec_loading.load_modules(project) if m.spec_file == f"spec/{name}.py"]
+    (module,) = [m for m in loader.load_modules(project) if m.spec_file == f"spec/{name}.py"]
     return [_canonical(c) for b in expand_module(module).backends for c in b.backend.configs]
 
 

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from generator import cli
-from generator.compare import compare_backend_configs
+from generator.review.equality import compare_backend_configs
 
 
 def run(capsys, *args):

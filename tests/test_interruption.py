@@ -8,7 +8,7 @@ spec/_common.py (new input digests in the manifest). Two ways of killing:
   that run regenerate's own writing code and SIGKILL themselves there
   (tests/killed_writer.py: forked from a small process, not from pytest);
 - a real `python -m generator regenerate` process killed inside its write
-  phase: the test-only pause point (generator.writing.PAUSE_AFTER_WRITES) stops
+  phase: the test-only pause point (generator.files.PAUSE_AFTER_WRITES) stops
   it after half the files are written, and the test kills it there.
 """
 
@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli, manifest, planning, writing
+from generator import cli, files
+from generator.freshness import manifest, planning
 from tests.conftest import ROOT, copy_project
 from tests.killed_writer import Killer
 from tests.shared_builds import computed_once
@@ -138,7 +139,7 @@ def test_real_regenerate_killed_mid_write_then_check_tells_the_truth(versions, t
     project = copy_project(tmp_path / "project")
     change_every_output(project)  # no format cache of the change: the run's formatting workers are started
     halfway = len(old) // 2
-    env = dict(os.environ, PYTHONPATH=str(ROOT), **{writing.PAUSE_AFTER_WRITES: str(halfway)})
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **{files.PAUSE_AFTER_WRITES: str(halfway)})
     command = [sys.executable, "-m", "generator", "--root", str(project), "regenerate"]
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -157,7 +158,7 @@ def test_real_regenerate_killed_mid_write_then_check_tells_the_truth(versions, t
     named = {line.split(":")[0] for line in out.splitlines() if ": stale" in line}
     assert named == {str(p) for p in old if p != manifest.PATH} - renewed
     assert code == 1
-    del env[writing.PAUSE_AFTER_WRITES]
+    del env[files.PAUSE_AFTER_WRITES]
     assert subprocess.run(command, env=env, capture_output=True).returncode == 0
     assert verify_whole_and_fresh_exactly_when_new(project, old, new) == {str(p) for p in new if p != manifest.PATH}
     assert cli.main(["--root", str(project), "check"]) == 0

@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from generator import cli, pipeline
-from generator.expansion import torch_refs
+from generator import cli
+from generator.build import pipeline
+from generator.build.expansion import torch_refs
 from generator.model import TorchRef
 from tests.builders import GENERATED_MODULES
 from tests.conftest import ROOT, commit_all, copy_inputs, copy_project
@@ -125,7 +126,7 @@ def test_compiled_templates_serve_the_project_copied_to_another_folder(tmp_path,
     one's code is what compiling it there gives, down to the file name that template errors are located by."""
     import jinja2
 
-    from generator import rendering
+    from generator.build import rendering
 
     first = copy_inputs(tmp_path / "first")
     rendering.preload(first / "templates", pipeline.cache_folder(first))
@@ -363,7 +364,7 @@ def test_diff_of_a_revision_takes_its_unchanged_spec_files_from_the_project_s_mo
 
 
 def _kept(project, relative="spec/fbgemm.py"):
-    from generator import model_cache
+    from generator.loading import model_cache
 
     cache = model_cache.ModelCache(project)
     module = cache.lookup(relative)
@@ -459,7 +460,7 @@ def kept_names(project):
 
 
 def test_a_corrupt_module_name_cache_is_ignored(project):
-    from generator import planning
+    from generator.freshness import planning
 
     assert generator_run(project, "check").returncode == 0
     stored = json.loads(kept_names(project).read_text())
@@ -475,7 +476,7 @@ def test_a_corrupt_module_name_cache_is_ignored(project):
 
 
 def test_a_forged_module_name_makes_runs_fail_and_writes_nothing_elsewhere(project):
-    from generator import planning
+    from generator.freshness import planning
 
     assert generator_run(project, "check").returncode == 0
     stored = json.loads(kept_names(project).read_text())
@@ -492,11 +493,11 @@ def test_a_forged_module_name_makes_runs_fail_and_writes_nothing_elsewhere(proje
 
 def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_again(project_with_only, monkeypatch):
     """Each spec file's load runs on fresh modules, so spec/_common.py runs once per spec file: it is
-    compiled once per content (spec_loading._compiled_once), and an edit is what runs next time."""
+    compiled once per content (loader._compiled_once), and an edit is what runs next time."""
     project = project_with_only("fbgemm", "x86")  # two spec files importing spec/_common.py; fbgemm uses DEFAULT_OPS
     from importlib.machinery import SourceFileLoader
 
-    from generator import spec_loading
+    from generator.loading import loader
 
     compiled = []
     real = SourceFileLoader.source_to_code
@@ -506,8 +507,8 @@ def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_aga
         return real(self, data, path, *args, **kwargs)
 
     monkeypatch.setattr(SourceFileLoader, "source_to_code", counting)
-    spec_loading._COMPILED.clear()
-    first = spec_loading.load_modules(project)
+    loader._COMPILED.clear()
+    first = loader.load_modules(project)
     spec_files = [p.name for p in (project / "spec").glob("*.py") if not p.name.startswith("_")]
     assert sorted(compiled) == sorted(["__init__.py", "_common.py", *spec_files])
     assert len([m for m in first if m.spec_file != "spec/_common.py"]) == len(spec_files)
@@ -515,7 +516,7 @@ def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_aga
     common = project / "spec" / "_common.py"
     common.write_text(common.read_text().replace("DEFAULT_OPS = [\n", "DEFAULT_OPS = [\n    nn.BatchNorm1d,\n", 1))
     compiled.clear()
-    again = spec_loading.load_modules(project)
+    again = loader.load_modules(project)
     assert compiled == ["_common.py"]  # the edited file alone, once
     alone = "TorchRef(path='torch.nn.BatchNorm1d'"
 
@@ -551,12 +552,12 @@ def test_the_check_memo_serves_only_the_text_that_passed_and_a_corrupt_entry_is_
 def test_project_source_is_kept_compiled_on_disk_and_an_edit_or_a_corrupt_entry_is_compiled_again(
     project_with_only, monkeypatch
 ):
-    """Each process compiled every spec file it ran; spec_loading._compiled_once keeps the code in
+    """Each process compiled every spec file it ran; loader._compiled_once keeps the code in
     .cache/generator/code/ under a digest of the source bytes, so a new process compiles none."""
     project = project_with_only("fbgemm", "x86")  # two spec files importing spec/_common.py; fbgemm uses DEFAULT_OPS
     from importlib.machinery import SourceFileLoader
 
-    from generator import spec_loading
+    from generator.loading import loader
 
     compiled = []
     real = SourceFileLoader.source_to_code
@@ -566,9 +567,9 @@ def test_project_source_is_kept_compiled_on_disk_and_an_edit_or_a_corrupt_entry_
         return real(self, data, path, *args, **kwargs)
 
     def load_in_a_new_process():
-        spec_loading._COMPILED.clear()  # what a new process starts with
+        loader._COMPILED.clear()  # what a new process starts with
         compiled.clear()
-        return repr(spec_loading.load_modules(project))
+        return repr(loader.load_modules(project))
 
     monkeypatch.setattr(SourceFileLoader, "source_to_code", counting)
     first = load_in_a_new_process()
@@ -589,7 +590,7 @@ def test_project_source_is_kept_compiled_on_disk_and_an_edit_or_a_corrupt_entry_
 
 def test_the_check_memo_is_keyed_by_the_checks_own_code(tmp_path):
     """A stricter check after an upgrade sees every text again: a pass is kept per version of the checks."""
-    program = "from generator import check_memo; print(check_memo.key('x = 1\\n', 'generated/a.py', ['a']).hex())"
+    program = "from generator.build import check_memo; print(check_memo.key('x = 1\\n', 'generated/a.py', ['a']).hex())"
 
     def key_with(generator_dir):
         env = dict(os.environ, PYTHONPATH=str(generator_dir.parent))
@@ -601,7 +602,7 @@ def test_the_check_memo_is_keyed_by_the_checks_own_code(tmp_path):
     shutil.copytree(ROOT / "generator", copy, ignore=shutil.ignore_patterns("__pycache__"))
     unchanged = key_with(copy)
     assert unchanged == key_with(ROOT / "generator")
-    for module in ("output_check.py", "naming.py"):
+    for module in ("build/output_check.py", "build/naming.py"):
         path = copy / module
         original = path.read_text()
         path.write_text(original + "\n# a stricter check\n")
@@ -610,14 +611,14 @@ def test_the_check_memo_is_keyed_by_the_checks_own_code(tmp_path):
 
 
 def test_a_cache_file_that_cannot_be_written_costs_nothing_and_leaves_no_temporary(tmp_path):
-    """Every cache goes through writing.keep_cache_file: a folder where the file should be is no error."""
-    from generator import writing
+    """Every cache goes through files.keep_cache_file: a folder where the file should be is no error."""
+    from generator import files
 
     blocked = tmp_path / "cache" / "entry.bin"
     blocked.mkdir(parents=True)
-    writing.keep_cache_file(blocked, b"data")
+    files.keep_cache_file(blocked, b"data")
     assert blocked.is_dir() and list(blocked.parent.iterdir()) == [blocked]
     written = tmp_path / "cache" / "other.bin"
-    writing.keep_cache_file(written, b"data")
+    files.keep_cache_file(written, b"data")
     assert written.read_bytes() == b"data"
     assert sorted(p.name for p in blocked.parent.iterdir()) == ["entry.bin", "other.bin"]

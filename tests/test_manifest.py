@@ -8,8 +8,10 @@ import ast
 import json
 import re
 
-from generator import cli, pipeline, planning
-from generator.source_spelling import python_source
+from generator import cli
+from generator.build import pipeline
+from generator.freshness import planning
+from generator.spelling import python_source
 from tests.conftest import commit_all, git
 from tests.one_path import project_at_one_path
 

@@ -8,9 +8,9 @@ import torch
 from torch.ao.quantization.backend_config import DTypeConfig
 
 from generator import cli
+from generator.build.torch_names import describe_pattern
 from generator.model import Backend
-from generator.number_spelling import evaluate
-from generator.torch_names import describe_pattern
+from generator.spelling import evaluate
 from tests.builders import BUILDERS
 from tests.conftest import ROOT
 from tests.one_path import project_at_one_path

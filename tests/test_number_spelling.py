@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from generator import cli
-from generator.number_spelling import evaluate, proven
+from generator.spelling import evaluate, proven
 from tests.conftest import ROOT
 
 TORCH_BACKEND_CONFIG = Path(torch.__file__).parent / "ao" / "quantization" / "backend_config"

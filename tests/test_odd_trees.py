@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from generator import cli, planning
+from generator import cli
+from generator.freshness import planning
 from tests.conftest import ROOT, commit_all, git
 from tests.fewer_specs import copy_with_only
 from tests.one_path import project_at_one_path

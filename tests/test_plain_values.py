@@ -1,4 +1,4 @@
-"""generator/plain_values.py: the pickler's quick answer is always the walk's answer.
+"""generator/loading/plain_values.py: the pickler's quick answer is always the walk's answer.
 
 A load asks the pickler first (`_all_plain`) and walks in Python (`_first_odd`) only to locate
 a value it refused. Here both see random structures of the model's classes, containers, dicts,
@@ -8,7 +8,7 @@ plain values, subclasses of built-in types and classes pickle cannot write by na
 import random
 from dataclasses import dataclass
 
-from generator import plain_values
+from generator.loading import plain_values
 from generator.model import SourceLocation, TorchRef
 
 

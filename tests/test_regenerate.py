@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from generator import cli, writing
+from generator import cli, files
 from tests.builders import GENERATED_MODULES
 from tests.conftest import ROOT, copy_project
 
@@ -56,10 +56,10 @@ def test_regenerate_on_the_committed_tree_changes_nothing(project, capsys):
 
 def test_write_if_changed_leaves_an_identical_file_alone(tmp_path):
     path = tmp_path / "module.py"
-    assert writing.write_if_changed(path, "x = 1\n")
+    assert files.write_if_changed(path, "x = 1\n")
     stamp = path.stat().st_mtime_ns
-    assert not writing.write_if_changed(path, "x = 1\n")
+    assert not files.write_if_changed(path, "x = 1\n")
     assert path.stat().st_mtime_ns == stamp
-    assert writing.write_if_changed(path, "x = 2\n")
+    assert files.write_if_changed(path, "x = 2\n")
     assert path.read_text() == "x = 2\n"
     assert [p.name for p in tmp_path.iterdir()] == ["module.py"]

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli, reviewing
+from generator import cli
+from generator.review import diff
 from tests.conftest import GIT, commit_all, git
 from tests.fewer_specs import copy_with_only
 from tests.shared_builds import computed_once, worker_copy
@@ -109,19 +110,19 @@ def run(capsys, project, *args):
 
 
 def counted_run(capsys, project, *args) -> tuple[tuple[int, str, str], list[str]]:
-    """run(...), and the generated modules it built (reviewing._module_from_source), in order."""
+    """run(...), and the generated modules it built (diff._module_from_source), in order."""
     built = []
-    real = reviewing._module_from_source
+    real = diff._module_from_source
 
     def counting(name, source, filename):
         built.append(name)
         return real(name, source, filename)
 
-    reviewing._module_from_source = counting
+    diff._module_from_source = counting
     try:
         return run(capsys, project, *args), built
     finally:
-        reviewing._module_from_source = real
+        diff._module_from_source = real
 
 
 @pytest.fixture
@@ -321,7 +322,7 @@ def test_a_reference_dtype_config_that_meets_several_of_ours_takes_the_name_of_t
     from torch.ao.quantization.backend_config import BackendConfig, BackendPatternConfig
     from torch.ao.quantization.backend_config import DTypeConfig as TorchDTypeConfig
 
-    from generator.reviewing import _paired_names
+    from generator.review.diff import _paired_names
 
     def backend(cat, other):
         return BackendConfig("b").set_backend_pattern_configs([
@@ -346,7 +347,7 @@ def test_modules_the_same_on_both_sides_are_not_built_and_the_diff_says_the_same
         # the json diff is test_json_follows_the_documented_schema's too
         outputs[fmt], built_skipping = diff_once("--rev", "HEAD~1..HEAD", "--format", fmt)
         with monkeypatch.context() as patched:  # every module built, as before the shortcut
-            patched.setattr(reviewing, "_declared_builders", lambda source: None)
+            patched.setattr(diff, "_declared_builders", lambda source: None)
             every, built = counted_run(capsys, repo, "--rev", "HEAD~1..HEAD", "--format", fmt)
         assert every == outputs[fmt]
         assert 0 < len(built_skipping) < len(built)

@@ -4,7 +4,8 @@ They must be the very lines f_lineno gives."""
 
 import textwrap
 
-from generator import dsl, spec_loading
+from generator import dsl
+from generator.loading import loader
 from tests.conftest import copy_project
 
 
@@ -40,6 +41,6 @@ def test_every_spec_location_is_the_line_python_reports(monkeypatch, tmp_path):
         return line
 
     monkeypatch.setattr(dsl, "_line_number", checking)
-    spec_loading.load_modules(project)
+    loader.load_modules(project)
     assert len(pairs) > 100
     assert [line for line, _ in pairs] == [expected for _, expected in pairs]

@@ -1,16 +1,17 @@
-"""generator/spec_syntax.py: a spec of ordinary size stays parsed between runs in one process; a large one does not."""
+"""generator/loading/syntax.py: a spec of ordinary size stays parsed between runs in one process; a large one
+does not."""
 
-from generator import spec_syntax
+from generator.loading import syntax
 
 
 def test_forget_keeps_small_trees_and_frees_large_ones():
-    spec_syntax.forget()
+    syntax.forget()
     small = b"x = dict(a=1)\n"
     large = b"".join(b"y%d = dict(a=%d)\n" % (i, i) for i in range(20_000))  # ~400 KB of source
-    assert len(large) > spec_syntax._KEPT_SOURCE_BYTES
-    kept, freed = spec_syntax.index_of(small, "small.py"), spec_syntax.index_of(large, "large.py")
-    spec_syntax.forget()
-    assert spec_syntax.index_of(small, "small.py") is kept  # not parsed again
-    assert spec_syntax.index_of(large, "large.py") is not freed  # parsed again: its tree was let go
-    spec_syntax.forget()
-    assert large not in spec_syntax._indexes
+    assert len(large) > syntax._KEPT_SOURCE_BYTES
+    kept, freed = syntax.index_of(small, "small.py"), syntax.index_of(large, "large.py")
+    syntax.forget()
+    assert syntax.index_of(small, "small.py") is kept  # not parsed again
+    assert syntax.index_of(large, "large.py") is not freed  # parsed again: its tree was let go
+    syntax.forget()
+    assert large not in syntax._indexes

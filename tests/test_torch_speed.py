@@ -27,9 +27,10 @@ from torch.ao.quantization.backend_config import get_fbgemm_backend_config
 from torch.ao.quantization.backend_config.x86 import get_x86_backend_config
 from torch.ao.quantization.fuser_method_mappings import _sequential_wrapper2
 
-from generator import cli, compare, forked, reviewing
+from generator import cli, process
 from generator.errors import UnknownTorchNameError
 from generator.model import SourceLocation
+from generator.review import diff, equality
 from tests.builders import discover
 from tests.conftest import ROOT, commit_all
 from tests.fewer_specs import copy_with_only, fixture_of_projects_with_only
@@ -44,31 +45,32 @@ project_with_only = fixture_of_projects_with_only()
 @pytest.fixture
 def counted_trials(monkeypatch) -> list:
     """Every behavioural trial of fuser methods the comparator runs, from an empty verdict cache."""
-    monkeypatch.setattr(compare, "_BEHAVIOUR_VERDICTS", {})
-    monkeypatch.setattr(compare, "_REPRESENTATIVES", {})
+    monkeypatch.setattr(equality, "_BEHAVIOUR_VERDICTS", {})
+    monkeypatch.setattr(equality, "_REPRESENTATIVES", {})
     trials = []
-    real = compare._fuser_behaviour_difference
+    real = equality._fuser_behaviour_difference
 
     def counted(ours, theirs, config):
         trials.append((ours, theirs))
         return real(ours, theirs, config)
 
-    monkeypatch.setattr(compare, "_fuser_behaviour_difference", counted)
+    monkeypatch.setattr(equality, "_fuser_behaviour_difference", counted)
     return trials
 
 
 def _generated_x86():
     """A fresh run of generated/x86.py: its fuser methods are new function objects each time."""
     path = ROOT / "generated" / "x86.py"
-    return reviewing._module_from_source("generated_x86_copy", path.read_text(), str(path))
+    return diff._module_from_source("generated_x86_copy", path.read_text(), str(path))
 
 
 def test_equivalent_copies_of_fuser_methods_share_one_verdict(counted_trials) -> None:
     # Each backend of a diff has its own module's functions and torch's fresh closures.
-    first = compare.compare_backend_configs("x86", _generated_x86().get_x86_backend_config(), get_x86_backend_config())
+    first = equality.compare_backend_configs("x86", _generated_x86().get_x86_backend_config(), get_x86_backend_config())
     tried = len(counted_trials)
     assert tried > 0  # the generated module's own fuser methods are compared by behaviour
-    second = compare.compare_backend_configs("x86", _generated_x86().get_x86_backend_config(), get_x86_backend_config())
+    generated = _generated_x86().get_x86_backend_config()
+    second = equality.compare_backend_configs("x86", generated, get_x86_backend_config())
     assert len(counted_trials) == tried
     assert first == second == []
 
@@ -88,7 +90,7 @@ def test_same_bytecode_with_other_globals_gets_its_own_verdict(counted_trials, r
     right = _with_globals(_fuse_conv_relu)
     wrong = _with_globals(_fuse_conv_relu, nni=types.SimpleNamespace(ConvReLU1d=nni.ConvReLU2d))
     order = [right, wrong] if right_first else [wrong, right]
-    verdicts = {id(f): compare.callables_match("fuser_method", f, theirs, config) for f in order}
+    verdicts = {id(f): equality.callables_match("fuser_method", f, theirs, config) for f in order}
     assert verdicts[id(right)] == (True, "same behaviour")
     assert verdicts[id(wrong)][0] is False
     assert len(counted_trials) == 2
@@ -101,7 +103,7 @@ def test_trials_seed_only_the_cpu_generator(monkeypatch) -> None:
     stacks = []
     monkeypatch.setattr(traceback, "format_stack", lambda *args: stacks.append(args) or [])
     state = torch.get_rng_state()
-    assert compare._fuser_behaviour_difference(_fuse_conv_relu, _sequential_wrapper2(nni.ConvReLU1d), config) is None
+    assert equality._fuser_behaviour_difference(_fuse_conv_relu, _sequential_wrapper2(nni.ConvReLU1d), config) is None
     assert stacks == []
     assert torch.equal(torch.get_rng_state(), state)  # the caller's random state is left as it was
 
@@ -142,7 +144,7 @@ def test_diff_against_torch_runs_the_spec_once(x86_says_where, capsys) -> None:
 
 
 # ---------------------------------------------------------------------------
-# A torch name never seen before is looked up in a child process (generator.forked)
+# A torch name never seen before is looked up in a child process (generator.process)
 # ---------------------------------------------------------------------------
 
 TORCH_IN_PARENT = "torch imported by the generator's own process: "
@@ -256,7 +258,7 @@ def test_the_first_error_is_the_same_from_the_child_as_from_this_process(
 
 
 # ---------------------------------------------------------------------------
-# generator.forked: the outcome is the one a call in this process gives
+# generator.process: the outcome is the one a call in this process gives
 # ---------------------------------------------------------------------------
 
 
@@ -284,19 +286,19 @@ def _prints(text: str) -> str:
 
 
 def test_a_forked_call_runs_in_a_child_and_returns_its_value() -> None:
-    with forked.Forked(_pid) as call:
+    with process.Forked(_pid) as call:
         assert call.result() not in (None, os.getpid())
 
 
 def test_a_generator_error_in_the_child_is_raised_here_with_its_location() -> None:
-    with forked.Forked(_located_error, 7) as call, pytest.raises(UnknownTorchNameError) as raised:
+    with process.Forked(_located_error, 7) as call, pytest.raises(UnknownTorchNameError) as raised:
         call.result()
     assert str(raised.value) == "spec/x.py:7: unknown torch name torch.nn.Nope"
 
 
 @pytest.mark.parametrize("function", [_bug_in_a_child_only, _unpicklable_in_a_child])
 def test_anything_else_in_the_child_makes_the_call_here(function) -> None:
-    with forked.Forked(function, os.getpid()) as call:
+    with process.Forked(function, os.getpid()) as call:
         assert call.result() == "made here"
 
 
@@ -307,13 +309,13 @@ def _pid_after_a_while_in_a_child(parent: int) -> int:
 
 
 def test_a_killed_child_makes_the_call_here() -> None:
-    with forked.Forked(_pid_after_a_while_in_a_child, os.getpid()) as call:
+    with process.Forked(_pid_after_a_while_in_a_child, os.getpid()) as call:
         os.kill(call.pid, signal.SIGKILL)
         assert call.result() == os.getpid()
 
 
 def test_what_the_child_prints_goes_to_standard_error(capfd) -> None:
-    with forked.Forked(_prints, "said by the child") as call:
+    with process.Forked(_prints, "said by the child") as call:
         assert call.result() == "said by the child"
     out, err = capfd.readouterr()
     assert (out, err) == ("", "said by the child\n")
@@ -323,13 +325,13 @@ def test_what_the_child_prints_goes_to_standard_error(capfd) -> None:
 # even when it missed the signal itself (torch's import can swallow a KeyboardInterrupt).
 MISSED_CTRL_C = """
 import os, pathlib, signal, sys, time
-from generator import forked
+from generator import process
 
 def slow_user_code():
     time.sleep(60)
     return "finished"
 
-with forked.Forked(slow_user_code) as call:
+with process.Forked(slow_user_code) as call:
     if sys.argv[1] == "parent-misses-it":
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # as if torch's import had swallowed it
     pathlib.Path(sys.argv[2]).touch()
@@ -434,12 +436,12 @@ def _in_process(capsys, project) -> str:
 
 def test_a_generated_module_is_compiled_once_per_text_and_never_served_stale(tmp_path, monkeypatch) -> None:
     compiled = []
-    monkeypatch.setattr(reviewing, "compile", lambda *args: compiled.append(args) or compile(*args), raising=False)
+    monkeypatch.setattr(diff, "compile", lambda *args: compiled.append(args) or compile(*args), raising=False)
     cache = tmp_path / ".cache" / "generator" / "code-generated_m.bin"
 
     def value(source: str) -> int:
-        code = reviewing._compiled(source, "generated/m.py", cache)
-        return reviewing._module_from_code("m", "generated/m.py", code).VALUE
+        code = diff._compiled(source, "generated/m.py", cache)
+        return diff._module_from_code("m", "generated/m.py", code).VALUE
 
     assert [value("VALUE = 1\n"), value("VALUE = 1\n")] == [1, 1]
     assert len(compiled) == 1  # the second run read the cache

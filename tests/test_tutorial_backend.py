@@ -28,7 +28,7 @@ from torch.ao.quantization.backend_config import (
 )
 
 from generator import cli
-from generator.compare import compare_backend_configs
+from generator.review.equality import compare_backend_configs
 from tests.builders import discover
 from tests.conftest import ROOT, commit_all, copy_project
 from tests.custom_backends import checks
@@ -150,7 +150,7 @@ def test_diff_against_torch_from_the_command_line_exits_0_without_a_traceback(tu
     assert done.stdout == "not compared (no reference builder): my_backend\n"
     assert "Traceback" not in done.stderr
     imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
-    assert "generator.reviewing" in imported and "torch" not in imported
+    assert "generator.review.diff" in imported and "torch" not in imported
 
 
 def test_diff_rev_shows_a_change_to_the_new_backend(tmp_path, tmp_path_factory, capsys):

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli, spec_loading
+from generator import cli
+from generator.loading import loader
 from tests.conftest import ROOT, commit_all, copy_inputs, copy_project, git
 from tests.shared_builds import built_once
 from tests.test_adversary_session4 import doc_prefixed
@@ -395,7 +396,7 @@ def test_project_modules_the_caller_imported_are_set_aside_for_each_load_and_put
     (project / "acme_helper" / "other.py").write_text('WORDS = ["and so does the other. "]\n')
     prelude = "import acme_helper\nfrom acme_helper import other as _other\n"
     doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "acme_helper.PREFIX[0] + _other.WORDS[0]", prelude)
-    baseline = spec_loading.load_modules(project)
+    baseline = loader.load_modules(project)
     assert baseline[0].doc.startswith("as the helper says. and so does the other. ")
     names = ("acme_helper", "acme_helper.other")
     monkeypatch.syspath_prepend(str(project))
@@ -407,7 +408,7 @@ def test_project_modules_the_caller_imported_are_set_aside_for_each_load_and_put
             if imported_between:
                 importlib.import_module(imported_between).WORDS[0] = "as the caller says too. "
             caller_s = {name: sys.modules[name] for name in names if name in sys.modules}
-            assert spec_loading.load_modules(project) == baseline
+            assert loader.load_modules(project) == baseline
             assert {name: sys.modules[name] for name in names if name in sys.modules} == caller_s
         assert sys.modules["acme_helper"] is helper and len(caller_s) == 2
     finally:
@@ -423,7 +424,7 @@ def test_a_load_runs_no_module_s_getattr_while_it_sets_the_project_s_modules_asi
     watcher.__getattr__ = lambda name: asked.append(name) or (_ for _ in ()).throw(AttributeError(name))
     sys.modules["acme_watcher"] = watcher
     try:
-        spec_loading.load_modules(only_qnnpack_pt2e(tmp_path / "project"))
+        loader.load_modules(only_qnnpack_pt2e(tmp_path / "project"))
     finally:
         del sys.modules["acme_watcher"]
     assert asked == []

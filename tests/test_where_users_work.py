@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli, planning, resolution, spec_loading
+from generator import cli
+from generator.build import resolution
+from generator.freshness import planning
+from generator.loading import loader
 from tests.builders import discover
 from tests.committed_copy import commit_all_once
 from tests.conftest import ROOT, commit_all, copy_project, git
@@ -357,7 +360,7 @@ def learn_the_new_torch_names(project: Path) -> None:
     """
     before = set(sys.modules)
     try:
-        resolution.validate(spec_loading.load_modules(project), project)
+        resolution.validate(loader.load_modules(project), project)
     finally:
         for name in set(sys.modules) - before:
             if name.partition(".")[0] == "npu_fused_ext":

@@ -18,9 +18,10 @@ from torch.ao.quantization import (
 from torch.ao.quantization.backend_config import ObservationType
 from torch.ao.quantization.quantize_fx import convert_to_reference_fx, fuse_fx, prepare_fx, prepare_qat_fx
 
-from generator import compare, factory_calls
-from generator.divergence import torch_key
+from generator.importer import factories
 from generator.model import CONSTRAINT_BOUNDS, Call, FunctionDef, TorchRef
+from generator.review import equality
+from generator.review.divergence import torch_key
 
 # ---------------------------------------------------------------------------
 # Fresh interpreter and fresh objects
@@ -92,7 +93,7 @@ def _pattern_differences(got, want, module):
     for field, value in expected.items():
         actual = getattr(got, field)
         if isinstance(value, Made):  # a fresh closure or partial: equal by code, arguments and closure
-            same = compare.equivalent_functions(actual, value.made)
+            same = equality.equivalent_functions(actual, value.made)
         else:
             same = actual == value if isinstance(value, dict | tuple | str) else actual is value
         if not same:
@@ -138,7 +139,7 @@ def _resolved_callable(value, module):
     if isinstance(value, FunctionDef):
         return getattr(module, value.name)  # written out in the generated module itself
     if isinstance(value, Call):
-        return Made(factory_calls.build(value))
+        return Made(factories.build(value))
     return _resolved(value) if isinstance(value, TorchRef) or value is None else value
 
 

@@ -1,0 +1,274 @@
+"""Planning: which files the generator writes, and which of them are out of date.
+
+Nothing here executes the spec, renders or formats, and nothing imports torch,
+Jinja2 or black: `check` decides from this module alone, by comparing what the
+manifest (`generator/freshness/manifest.py`) recorded for each file with the file and the
+current inputs, and names the inputs that changed. The project files that feed
+an output are those its spec load read, as the manifest recorded them (see
+generator/loading/reads.py). Spec files are read only as syntax trees, to find
+the output name.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator import digests, files
+from generator.freshness import manifest
+from generator.loading import syntax
+from generator.project import spec_files
+
+MATRIX = "support-matrix"
+MATRIX_OUTPUT = Path("docs") / "support-matrix.md"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A generated file: what it is made from, where it goes and its current inputs.
+
+    `name` is a generated module's name, or MATRIX for the support matrix, which
+    is made from every spec file. `made_from` maps each input's name to its
+    current digest (see `digests.InputsDigester`).
+    """
+
+    name: str
+    source: str
+    root: Path
+    relative: str  # the output, relative to the root: its key in the manifest
+    made_from: tuple[tuple[str, str], ...]
+
+    @property
+    def output(self) -> Path:
+        return self.root / self.relative
+
+    @property
+    def is_matrix(self) -> bool:
+        return self.name == MATRIX
+
+    @property
+    def inputs(self) -> str:
+        """One digest of all current inputs."""
+        return digests.combined(dict(self.made_from))
+
+
+@dataclass(frozen=True)
+class Status:
+    """'fresh', 'missing', 'stale' (inputs changed) or 'edited' (changed by hand), and why."""
+
+    state: str
+    reasons: tuple[str, ...] = ()
+
+
+def plan(root: Path, recorded: manifest.Manifest | None = None) -> list[Target]:
+    """Every target, with the inputs the manifest (read unless given) records its last load read.
+
+    The spec is not executed: a spec load can read a file it did not read last
+    time only through an edit to a file it did read, which makes the target stale.
+    The matrix is made from every spec file, so a new one is an input of it.
+    """
+    recorded = recorded if recorded is not None else manifest.read(root)
+    digester = digests.InputsDigester(root)
+    targets = []
+    for spec_file in spec_files(root):
+        name = module_name(spec_file)
+        relative = str(spec_file.relative_to(root))
+        output = Path("generated") / f"{name}.py"
+        read = digester.project_files([relative, *_recorded_reads(recorded, output.as_posix(), digester)])
+        targets.append(_target(root, name, relative, output, tuple(sorted(digester.inputs(read).items()))))
+    every = [t.source for t in targets] + _recorded_reads(recorded, MATRIX_OUTPUT.as_posix(), digester)
+    matrix_inputs = digester.matrix_inputs(digester.project_files(every))
+    return targets + [_target(root, MATRIX, "spec/", MATRIX_OUTPUT, tuple(sorted(matrix_inputs.items())))]
+
+
+def _recorded_reads(recorded: manifest.Manifest | None, output: str, digester: digests.InputsDigester) -> list[str]:
+    entry = recorded.outputs.get(output) if recorded is not None else None
+    return [name for name in entry.inputs if not digester.is_shared(name)] if entry is not None else []
+
+
+def observed(targets: list[Target], reads: dict[str, dict[str, str]]) -> list[Target]:
+    """The targets with the inputs that this run's spec loads read: `reads` maps each spec file to
+    {project file: digest as read}. The manifest records these for the files written."""
+    if not targets:
+        return targets
+    digester = digests.InputsDigester(targets[0].root)
+    found = []
+    for target in targets:
+        if target.is_matrix:
+            every = {name: digest for read in reads.values() for name, digest in read.items()}
+            inputs = digester.matrix_inputs(every)
+        elif target.source in reads:
+            inputs = digester.inputs(reads[target.source])
+        else:
+            found.append(target)
+            continue
+        found.append(dataclasses.replace(target, made_from=tuple(sorted(inputs.items()))))
+    return found
+
+
+def _target(root: Path, name: str, source: str, output: Path, made_from) -> Target:
+    return Target(name, source, root, output.as_posix(), made_from)
+
+
+def read_manifest(root: Path) -> manifest.Manifest | None:
+    return manifest.read(root)
+
+
+def freshness(target: Target, recorded: manifest.Manifest | None = None) -> str:
+    """'fresh', 'missing', 'stale' or 'edited'; reads the manifest unless given."""
+    return status(target, recorded if recorded is not None else manifest.read(target.root)).state
+
+
+def status(target: Target, recorded: manifest.Manifest | None) -> Status:
+    if not target.output.exists():
+        return Status("missing")
+    entry = recorded.outputs.get(target.relative) if recorded is not None else None
+    if entry is None:
+        return Status("stale", (f"{manifest.PATH.as_posix()} has no record of it",))
+    digest = digests.file_text_digest(target.output)
+    if digest != entry.digest:
+        if digest == entry.previous:
+            return Status("stale", ("a regenerate was interrupted before it rewrote this file",))
+        if not digests.is_utf8(target.output):
+            return Status("edited", ("it is not UTF-8 text, as regenerate writes it",))
+        return Status("edited", ("its content is not what regenerate wrote",))
+    reasons = changed_inputs(recorded.made_from(entry), dict(target.made_from))
+    return Status("stale", reasons) if reasons else Status("fresh")
+
+
+def changed_inputs(before: dict[str, str | None], now: dict[str, str]) -> tuple[str, ...]:
+    """Reasons in the reviewer's words: spec files and templates by name, then the generator, then versions."""
+    changed = sorted(name for name in before.keys() | now.keys() if before.get(name) != now.get(name))
+    reasons = []
+    code = [name for name in changed if name.startswith("generator/")]
+    for name in changed:
+        if name in digests.VERSIONED_PACKAGES:
+            reasons.append(f"{name} {before.get(name) or '(none)'} -> {now.get(name) or '(none)'}")
+        elif name.startswith("generator/"):
+            continue
+        elif name not in before or before[name] is None:
+            reasons.append(f"{name} is new to it")
+        elif name not in now:
+            reasons.append(f"{name} no longer feeds it")
+        else:
+            reasons.append(f"{name} changed")
+    if code:
+        reasons.append(f"the generator's code changed ({', '.join(code)})")
+    return tuple(sorted(reasons, key=_reason_order))
+
+
+def _reason_order(reason: str) -> int:
+    for rank, prefix in enumerate(("spec/", "templates/", "the generator")):
+        if reason.startswith(prefix):
+            return rank
+    return 3
+
+
+def orphans(root: Path, targets: list[Target]) -> list[Path]:
+    """Generated modules whose spec file is gone."""
+    expected = {t.output for t in targets}
+    found = []
+    for path in sorted((root / "generated").glob("*.py")):
+        if path not in expected and path.read_bytes().startswith(digests.GENERATED_LINE.encode()):
+            found.append(path)
+    return found
+
+
+def module_name(spec_file: Path) -> str:
+    """The generated module's name: `Module(name=...)` if given literally, else the file stem.
+
+    Read from the syntax tree so that `check` can map specs to outputs without
+    executing them. Parsing a spec of thousands of patterns costs more than the
+    rest of `check`, so the name is kept by the file's name and content (and this code's)
+    in .cache/generator/module-names.json; a kept name that is wrong can only make a
+    run fail, never write elsewhere: a build compares it with the executed spec's.
+    """
+    source = spec_file.read_bytes()
+    names = _ModuleNames.of(spec_file.parent.parent)
+    key = names.key(spec_file.name, source)
+    name = names.get(key)
+    if name is None:
+        name = _parsed_module_name(spec_file)
+        names.put(key, name)
+    return name
+
+
+def _parsed_module_name(spec_file: Path) -> str:
+    try:
+        calls = syntax.index(spec_file).calls
+    except SyntaxError:
+        return spec_file.stem
+    for node in calls:
+        if getattr(node.func, "id", None) == "Module":
+            for keyword in node.keywords:
+                if keyword.arg == "name" and isinstance(keyword.value, ast.Constant):
+                    return str(keyword.value.value)
+    return spec_file.stem
+
+
+class _ModuleNames:
+    """{key: [name, checksum]} in .cache/generator/module-names.json; a corrupt entry or file is ignored."""
+
+    _open: dict[Path, _ModuleNames] = {}
+    _KEPT = 256
+
+    def __init__(self, root: Path):
+        self.path = root / ".cache" / "generator" / "module-names.json"
+        try:
+            stored = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            stored = {}
+        self.stored = stored if isinstance(stored, dict) else {}
+
+    @classmethod
+    def of(cls, root: Path) -> _ModuleNames:
+        found = cls._open.get(root)
+        if found is None:
+            found = cls._open[root] = cls(root)
+        return found
+
+    @staticmethod
+    def key(file_name: str, source: bytes) -> str:
+        # The file's name too: without Module(name=...) it is the module's, so a renamed file or a twin is another.
+        return hashlib.sha256(_module_name_code() + file_name.encode() + b"\0" + source).hexdigest()
+
+    def get(self, key: str) -> str | None:
+        entry = self.stored.get(key)
+        if isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, str) for x in entry):
+            if entry[1] == _name_checksum(key, entry[0]):
+                return entry[0]
+        return None
+
+    def put(self, key: str, name: str) -> None:
+        if len(self.stored) >= self._KEPT:
+            self.stored = {}  # names of contents long gone
+        self.stored[key] = [name, _name_checksum(key, name)]
+        files.keep_cache_file(self.path, json.dumps(self.stored, indent=0, sort_keys=True).encode("utf-8"))
+
+
+def _name_checksum(key: str, name: str) -> str:
+    return hashlib.sha256(f"{key}\0{name}".encode()).hexdigest()[:16]
+
+
+@functools.cache
+def _module_name_code() -> bytes:
+    """The code that reads a module name: kept names made by other code are not used."""
+    generator = Path(__file__).parent.parent
+    return b"".join((generator / name).read_bytes() for name in ("freshness/planning.py", "loading/syntax.py")) + b"\0"
+
+
+def lint_cache_file(root: Path, targets: list[Target]) -> Path:
+    """Where the spec lint's findings for the current inputs are cached.
+
+    The findings are a pure function of the spec and generator files that the
+    targets' inputs cover, plus the lint's own code; executing the spec to
+    recompute them is most of what `check` would otherwise spend.
+    """
+    lint_code = (Path(__file__).parent.parent / "build" / "lint.py").read_bytes()
+    key = hashlib.sha256("".join(t.inputs for t in targets).encode() + lint_code).hexdigest()
+    return root / ".cache" / "generator" / f"lint-{key}.json"

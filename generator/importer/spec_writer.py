@@ -1,0 +1,185 @@
+"""Write an imported builder (`reading.ImportedSpec`) as spec source, formatted with black.
+
+The spec reads like the hand-written ones: torch names through the DSL's aliases
+(`nn.Conv2d`, `F.relu`, `fusers.fuse_conv_bn`), dtype configs and constraints as
+named constants, shared dtype-config lists named once, one `config(...)` per
+pattern in the builder's order, or, where `import` compacted a run of them, the
+`spec/_common.py` op-group call that builds it (`native_layout(...)`, `conv_configs(...)`).
+Names the DSL has no alias for (a backend's own modules or fuser methods) are written
+`importable("package.module.name")`.
+"""
+
+from __future__ import annotations
+
+from generator import dsl, model
+from generator.importer.reading import ImportedSpec
+
+# Dotted path -> DSL name, for the lazy names the DSL exports (nn, F, fusers, MatchAllNode, ...).
+DSL_ALIASES = {
+    getattr(dsl, name)._path: name for name in dsl.__all__ if isinstance(getattr(dsl, name), dsl.Ref)
+}
+_LONGEST_FIRST = sorted(DSL_ALIASES, key=len, reverse=True)
+_MODULE_FIELDS = ("root_module", "qat_module", "reference_quantized_module", "fused_module")
+_CALLABLE_FIELDS = ("fuser_method", "root_node_getter", "extra_inputs_getter")
+
+
+class _Writer:
+    """Spells model values, remembering which DSL names the spec must import."""
+
+    def __init__(self, shared_lists):
+        self.used: set[str] = {"Backend", "Module"}
+        self.common: set[str] = set()  # op groups imported from spec._common
+        self.lists = {members: name for name, members in shared_lists}
+
+    def ref(self, ref: model.TorchRef) -> str:
+        for prefix in _LONGEST_FIRST:
+            if ref.path == prefix or ref.path.startswith(prefix + "."):
+                self.used.add(DSL_ALIASES[prefix])
+                rest = ref.path[len(prefix) + 1 :].split(".") if ref.path != prefix else []
+                return DSL_ALIASES[prefix] + "".join(f".{p}" if p.isidentifier() else f"[{p!r}]" for p in rest)
+        self.used.add("importable")
+        return f"importable({ref.path!r})"
+
+    def value(self, value) -> str:
+        if isinstance(value, model.TorchRef):
+            return self.ref(value)
+        if isinstance(value, (model.DTypeConfig, model.DTypeWithConstraints)):
+            return value.name
+        if isinstance(value, model.FunctionDef):
+            return self.function(value)
+        if isinstance(value, model.Call):
+            return self.call(value)
+        if isinstance(value, tuple):
+            items = [self.value(v) for v in value]
+            return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+        return repr(value)
+
+    def function(self, function: model.FunctionDef) -> str:
+        params = dict(function.params)
+        if function.template == "sequential":
+            self.used.add("sequential")
+            return f"sequential({self.value(params['fused_module'])})"
+        self.used.add("function")
+        arguments = "".join(f", {key}={self.value(value)}" for key, value in function.params)
+        return f"function({function.template!r}, {function.name!r}{arguments})"
+
+    def call(self, call: model.Call) -> str:
+        """`partial(f, ...)` for functools.partial, else `call(factory, ...)`."""
+        arguments = [self.value(v) for v in call.args] + [f"{k}={self.value(v)}" for k, v in call.keywords]
+        if call.function.path == model.PARTIAL:
+            self.used.add("partial")
+            return f"partial({', '.join(arguments)})"
+        self.used.add("call")
+        return f"call({', '.join([self.ref(call.function), *arguments])})"
+
+    def observation_type(self, name: str) -> str:
+        self.used.add("ObservationType")
+        return f"ObservationType.{name}"
+
+    def dtype_configs(self, dtype_configs) -> str:
+        members = tuple(dc.name for dc in dtype_configs)
+        return self.lists.get(members) or f"[{', '.join(members)}]"
+
+    def entry(self, entry) -> str:
+        """One item of the backend's configs: a pattern config or an op-group call."""
+        if isinstance(entry, model.PatternConfig):
+            return self.config(entry)
+        self.common.add(entry.function)
+        arguments = [f"{key}=" * (key is not None) + self.argument(value) for key, value in entry.arguments]
+        return ",\n".join([f"{entry.function}({', '.join(arguments)})", *(self.config(c) for c in entry.overrides)])
+
+    def argument(self, value) -> str:
+        if isinstance(value, tuple) and value and isinstance(value[0], model.DTypeConfig):
+            return self.dtype_configs(value)
+        if isinstance(value, tuple) and value and isinstance(value[0], model.PatternConfig):
+            return f"[{', '.join(self.config(c) for c in value)}]"
+        return repr(value)
+
+    def config(self, config: model.PatternConfig) -> str:
+        self.used.add("config")
+        if config.pattern is not None:
+            arguments = [self.value(config.pattern), self.dtype_configs(config.dtype_configs)]
+        else:
+            arguments = [
+                f"pattern_complex_format={self.value(config.pattern_complex_format)}",
+                f"dtype_configs={self.dtype_configs(config.dtype_configs)}",
+            ]
+        if config.observation_type != model.DEFAULT_OBSERVATION_TYPE:
+            arguments.append(f"observation_type={self.observation_type(config.observation_type)}")
+        for field in _MODULE_FIELDS + _CALLABLE_FIELDS:
+            if getattr(config, field) is not None:
+                arguments.append(f"{field}={self.value(getattr(config, field))}")
+        if config.section:
+            arguments.append(f"section={config.section!r}")
+        if config.overrides:
+            arguments.append(f"overrides={config.overrides!r}")
+        if config.num_tensor_args_to_observation_type:
+            items = ", ".join(f"{n}: {self.observation_type(t)}" for n, t in config.num_tensor_args_to_observation_type)
+            arguments.append(f"num_tensor_args_to_observation_type={{{items}}}")
+        if config.input_type_to_index:
+            items = ", ".join(f"{k!r}: {v!r}" for k, v in config.input_type_to_index)
+            arguments.append(f"input_type_to_index={{{items}}}")
+        return f"config({', '.join(arguments)})"
+
+    def constraints(self, c: model.DTypeWithConstraints) -> str:
+        self.used.add("DTypeWithConstraints")
+        bounds = "".join(f", {key}={value!r}" for key, value in c.bounds.items())
+        return f"{c.name} = DTypeWithConstraints(dtype={self.value(c.dtype)}{bounds})"
+
+    def dtype_config(self, dc: model.DTypeConfig) -> str:
+        self.used.add("DTypeConfig")
+        fields = ("input_dtype", "output_dtype", "weight_dtype", "bias_dtype", "is_dynamic")
+        arguments = ", ".join(f"{f}={self.value(getattr(dc, f))}" for f in fields if getattr(dc, f) is not None)
+        return f"{dc.name} = DTypeConfig({arguments})"
+
+
+def spec_source(spec: ImportedSpec) -> str:
+    """The spec file's text, black-formatted."""
+    writer = _Writer(spec.shared_lists)
+    backend = spec.backend
+    body = [writer.constraints(c) for c in spec.constraints]
+    body += [writer.dtype_config(dc) for dc in spec.dtype_configs]
+    lists = [f"{name} = [{', '.join(members)}]" for name, members in spec.shared_lists]
+    configs = "".join(f"{writer.entry(e)},\n" for e in spec.entries or backend.configs)
+    module = f"""
+MODULE = Module(
+    doc={spec.module_doc or f"BackendConfig imported from {backend.reference}."!r},
+    backends=[
+        Backend(
+            name={backend.name!r},
+            builder={backend.builder!r},
+            doc={backend.doc!r},
+            reference={backend.reference!r},
+            configs=[
+{configs}
+            ],
+        )
+    ],
+)
+"""
+    header = (
+        f'"""{backend.label}: imported by `python -m generator import`\nfrom {spec.target}.\n\n'
+        "Edit freely: `python -m generator regenerate` writes the generated module, and the\n"
+        f'tests prove it equals {backend.reference}."""\n'
+    )
+    sections = [
+        header,
+        f"from generator.dsl import {', '.join(sorted(writer.used, key=_import_order))}\n"
+        + (f"from spec._common import {', '.join(sorted(writer.common))}\n" if writer.common else ""),
+        "\n".join(body) + "\n",
+    ]
+    if lists:
+        sections.append("# Dtype-config lists that several patterns share.\n" + "\n".join(lists) + "\n")
+    sections.append(module)
+    return _format("\n".join(sections))
+
+
+def _import_order(name: str) -> tuple:
+    # ruff's isort order: constants, then classes, then functions and lower-case names.
+    return (0 if name.isupper() and len(name) > 1 else 1 if name[0].isupper() else 2, name)
+
+
+def _format(source: str) -> str:
+    import black
+
+    return black.format_str(source, mode=black.Mode(line_length=120))

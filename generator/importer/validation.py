@@ -1,0 +1,67 @@
+"""Import: the spec about to be written is read as regenerate would read it, first.
+
+`import` builds its spec from what a builder returns, and a builder can return what
+no spec may say (a name that is not an identifier, a builder name that is a keyword,
+...). Rather than write a file regenerate then refuses, the text is laid into a
+temporary copy of spec/ (its `_` helper modules, such as spec/_common.py, and the new
+file alone), loaded with the real spec loader, its torch names validated, expanded and
+rendered, and every name it imports checked to import from any folder (without the project
+root that `import` put on sys.path to reach the builder). Any refusal becomes import's own
+one-line refusal, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from generator.errors import GeneratorError, ImportedSpecRefusedError
+
+
+def refuse_what_regenerate_refuses(root: Path, path: Path, text: str) -> None:
+    """Raise ImportedSpecRefusedError unless regenerate would accept spec `path` with this text."""
+    from generator.build import importability, resolution
+    from generator.build.expansion import expand_module
+    from generator.build.rendering import render_module
+    from generator.importer import reading
+    from generator.loading import loader
+
+    with tempfile.TemporaryDirectory(prefix="generator-import-") as temporary:
+        copy = Path(temporary)
+        _helpers_of(root / "spec", copy / "spec")
+        (copy / "spec" / path.name).write_text(text, encoding="utf-8")
+        _names_cache_of(root, copy)
+        try:
+            modules = loader.load_modules(copy)
+            resolution.validate(modules, copy)
+            expanded = [expand_module(module) for module in modules]
+            for module in expanded:
+                render_module(module, root / "templates")
+            with reading.without_the_root_import_added():
+                importability.require_importable_anywhere(expanded)
+        except GeneratorError as error:
+            raise ImportedSpecRefusedError(
+                f"not written: regenerate would refuse {path.relative_to(root)} as import made it ({error}); "
+                "change what the builder returns, or report the builder that led here"
+            ) from None
+
+
+def _helpers_of(spec: Path, copy: Path) -> None:
+    """spec/'s package files and `_` helper modules, which the new spec may import."""
+    copy.mkdir(parents=True)
+    for item in spec.iterdir():
+        if not item.name.startswith("_") or item.name == "__pycache__":
+            continue
+        if item.is_dir():
+            shutil.copytree(item, copy / item.name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(item, copy / item.name)
+
+
+def _names_cache_of(root: Path, copy: Path) -> None:
+    """The project's torch-names cache, so that validating the copy imports only new names."""
+    cache = root / ".cache" / "generator"
+    for cache_file in cache.glob("torch-names-*.json") if cache.is_dir() else ():
+        (copy / ".cache" / "generator").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(cache_file, copy / ".cache" / "generator" / cache_file.name)

@@ -1,0 +1,313 @@
+"""Stage 1: load spec/ into the model.
+
+Each spec module that does not start with an underscore describes one generated
+module in its `MODULE` value. Loading executes the spec files (they are Python),
+so any failure while doing so is turned into a one-line error at the spec line
+that caused it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import dataclasses
+import difflib
+import gc
+import hashlib
+import importlib
+import importlib.machinery
+import os
+import sys
+from importlib.util import MAGIC_NUMBER
+from pathlib import Path
+
+from generator import dsl, heap, user_code
+from generator.errors import (
+    DeclarationWithoutReferenceError,
+    DuplicateBackendError,
+    DuplicateOutputError,
+    GeneratorError,
+    SpecExecutionError,
+    SpecFieldError,
+    SpecSyntaxError,
+)
+from generator.loading import compiled, model_cache, plain_values, reads, syntax
+from generator.model import ModuleSpec, SourceLocation
+from generator.project import spec_files
+
+
+@contextlib.contextmanager
+def spec_context(root: Path):
+    """While spec code runs: a fresh `spec` package from this project, the project root first
+    on sys.path, and locations (names, lines) read from the spec files as they are now."""
+    saved_path = list(sys.path)
+    _forget_spec_package()
+    dsl.set_project_root(root)
+    dsl.forget_source_files()
+    sys.path.insert(0, str(root))
+    try:
+        with _compiled_once(str(root) + "/"):
+            yield
+    finally:
+        sys.path[:] = saved_path
+        dsl.set_project_root(None)
+        _forget_spec_package()
+
+
+# Project source already compiled in this process, by path and source bytes: each spec file's load runs
+# on fresh modules, so spec/_common.py is executed once per spec file, and a long-lived process (the
+# tests) loads the same files again and again. A code object is immutable, so executing it again is
+# executing the file again; PYTHONDONTWRITEBYTECODE (or a read-only project) leaves no .pyc to reuse.
+# Every process would still compile each file it runs, so the code is also kept on disk under a digest
+# of the Python, the file name and the source bytes (generator/loading/compiled.py): an edit is compiled again.
+_COMPILED: dict[tuple[str, bytes], object] = {}
+_COMPILED_LIMIT = 512
+_LARGE_SOURCE = 1 << 18  # bytes of a spec file whose compiling frees enough to return
+
+
+@contextlib.contextmanager
+def _compiled_once(project_prefix: str):
+    loader = importlib.machinery.SourceFileLoader
+    compile_source = loader.source_to_code
+    installed = tuple(p + "/" for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})  # a venv in the project
+
+    def source_to_code(self, data, path, *args, **kwargs):
+        if not str(path).startswith(project_prefix) or str(path).startswith(installed):
+            return compile_source(self, data, path, *args, **kwargs)
+        key = (str(path), bytes(data))
+        code = _COMPILED.get(key)
+        if code is None:
+            how = repr((_compiler(), args, sorted(kwargs.items()))).encode()
+            digest = hashlib.sha256(b"\0".join([how, os.fsencode(path), key[1]]))
+            code = compiled.cached(
+                _code_cache(project_prefix, str(path)),
+                digest.digest(),
+                lambda: compile_source(self, data, path, *args, **kwargs),
+            )
+            if len(data) > _LARGE_SOURCE:
+                heap.release_freed_memory()  # the compiler's syntax tree, before the spec runs and parses again
+            if len(_COMPILED) >= _COMPILED_LIMIT:
+                _COMPILED.clear()
+            _COMPILED[key] = code
+        return code
+
+    loader.source_to_code = source_to_code
+    try:
+        yield
+    finally:
+        loader.source_to_code = compile_source
+
+
+def _compiler() -> str:
+    return f"{sys.version}\0{MAGIC_NUMBER.hex()}\0{sys.flags.optimize}"
+
+
+def _code_cache(project_prefix: str, path: str) -> Path:
+    """Where a project file is kept compiled between runs: each process would compile every spec file."""
+    name = hashlib.sha256(os.fsencode(path)).hexdigest()[:24]
+    return Path(project_prefix) / ".cache" / "generator" / "code" / f"code-project-{name}.bin"
+
+
+def load_modules(
+    root: Path, exclude: Path | None = None, reuse: bool = False, keep: bool = False, cache_of: Path | None = None
+) -> list[ModuleSpec]:
+    """Execute every spec file (but `exclude`, one `import` is about to replace) and return their modules.
+
+    Each module records the project files its load read (`ModuleSpec.read`), and
+    each load runs on fresh project modules, so no spec file changes another's
+    output (see generator/loading/reads.py). With `reuse`, a spec file none of whose
+    recorded reads changed is not executed: its last load is taken from the
+    model cache (generator/loading/model_cache.py). With `keep`, every load made is kept there.
+    `cache_of` is the project whose model cache serves a spec extracted elsewhere (a revision's, for
+    `diff --rev`): an entry serves a file whose recorded reads are the same under `root`. Nothing is kept then.
+    """
+    root = root.resolve()
+    exclude = exclude.resolve() if exclude is not None else None
+    observer = reads.Observer(root)
+    cache = model_cache.ModelCache(root if cache_of is None else cache_of.resolve(), files=root)
+    keep = keep and cache_of is None
+    modules, made = [], []
+    with spec_context(root):
+        for path in spec_files(root):
+            if path == exclude:
+                continue
+            module = cache.lookup(str(path.relative_to(root))) if reuse else None
+            if module is None:
+                module = _load_one(root, path, observer)
+                made.append(module)
+            modules.append(module)
+    # The spec files' syntax trees served the loads (spec lines, dtype config names); any later
+    # question parses again. Freed now, they leave the process and its formatting workers small.
+    syntax.forget()
+    heap.release_freed_memory()
+    _check_unique_outputs(modules)
+    _check_unique_backends(modules)
+    _check_declarations_have_a_reference(modules)
+    if keep:
+        for module in made:
+            cache.keep(module)
+    return modules
+
+
+def _load_one(root: Path, path: Path, observer: reads.Observer) -> ModuleSpec:
+    relative = str(path.relative_to(root))
+    with user_code.running(SpecExecutionError, f"loading {relative}", root, SourceLocation(relative, 1)):
+        with _finalizers_in_the_guard():
+            with observer.load() as read:
+                namespace = _import_spec(root, path.stem)
+                # Reading MODULE may run spec code too: a module's __getattr__, a value's properties.
+                module = _module_spec(root, path, relative, namespace)
+                observer.note_file(str(path), read)
+            del namespace
+    plain_values.require_plain(module)
+    return dataclasses.replace(module, read=tuple(sorted((name, observer.digests[name]) for name in read)))
+
+
+@contextlib.contextmanager
+def _finalizers_in_the_guard():
+    """Free what the load leaves behind before its guard ends: a spec object's __del__ is spec code.
+
+    The spec module dies with the load, mostly as a reference cycle (its functions hold its
+    namespace) that the collector would free in whichever later stage it next ran, where what
+    __del__ prints would reach standard output. What a __del__ raises, Python would print as a
+    traceback and go on; here it is the load's error. The heap from before the load is frozen
+    meanwhile, so that the collection looks only at what the load made (not at torch's modules).
+    A caller that froze its own heap (the test session: unfreezing would thaw it too) gets the
+    young generations collected, which hold what the load made unless it outgrew them: a full
+    collection would walk everything the caller made since.
+    """
+    unraisable = []
+    saved, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    freezing = not heap.frozen_for_good  # (gc.get_freeze_count() would walk the frozen heap: a ms per call)
+    if freezing:
+        gc.freeze()
+    try:
+        yield
+        gc.collect() if freezing else gc.collect(1)
+    finally:
+        sys.unraisablehook = saved
+        if freezing:
+            gc.unfreeze()
+    if unraisable:
+        raise unraisable[0].exc_value
+
+
+def _module_spec(root: Path, path: Path, relative: str, namespace) -> ModuleSpec:
+    declared = getattr(namespace, "MODULE", None)
+    if declared is None:
+        raise SpecFieldError("spec file defines no `MODULE = Module(...)`", SourceLocation(relative, 1))
+    if type(declared) is not dsl.ModuleValue:  # not isinstance: a spec class's __class__ could claim to be one
+        lines = [line for line, name in dsl._name_assignments(str(path)) if name == "MODULE"]
+        message = f"MODULE must be a Module(...), not {dsl.describe(declared)}"
+        raise SpecFieldError(message, SourceLocation(relative, max(lines, default=1)))
+    if declared.name is None:
+        # The file's name is then the generated module's: `import generated.<name>` must work.
+        what = "a spec file's name (it names the generated module)"
+        dsl._identifier(path.stem, what, SourceLocation(relative, 1), "my_backend")
+    return ModuleSpec(
+        name=getattr(declared, "name", None) or path.stem,
+        spec_file=relative,
+        doc=declared.doc,
+        backends=declared.backends,
+        exports=declared.exports,
+        extra_dtype_configs=declared.dtype_configs,
+        location=getattr(declared, "location", None) or SourceLocation(relative, 1),
+    )
+
+
+def _import_spec(root: Path, stem: str):
+    try:
+        return importlib.import_module(f"spec.{stem}")
+    except GeneratorError:
+        raise
+    except SyntaxError as error:
+        location = SourceLocation(user_code.shown(error.filename, root), error.lineno or 1)
+        hint = " (save the file as UTF-8)" if "codec can't decode" in error.msg else ""
+        raise SpecSyntaxError(f"invalid Python: {error.msg}{hint}", location) from None
+    except Exception as error:
+        location, names = _innermost_spec_frame(root, error)
+        hint = _name_hint(error, names)
+        raise SpecExecutionError(f"{type(error).__name__}: {error}{hint}", location) from None
+
+
+def _innermost_spec_frame(root: Path, error: BaseException) -> tuple[SourceLocation | None, set[str]]:
+    """Where in the spec the error arose, and the names visible there."""
+    spec_dir = str(root / "spec")
+    location, names = None, set()
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename.startswith(spec_dir):
+            location = SourceLocation(user_code.shown(code.co_filename, root), tb.tb_lineno or 1)
+            names = set(tb.tb_frame.f_globals) | set(tb.tb_frame.f_locals) | set(dir(builtins))
+        tb = tb.tb_next
+    return location, names
+
+
+def _name_hint(error: Exception, names: set[str]) -> str:
+    """Python prints 'did you mean' only in full tracebacks; a one-line error needs it too."""
+    if isinstance(error, NameError) and error.name:
+        close = difflib.get_close_matches(error.name, sorted(names), n=1)
+        return f" (did you mean {close[0]!r}?)" if close else ""
+    return ""
+
+
+def _forget_spec_package() -> None:
+    for name in [n for n in list(sys.modules) if n == "spec" or n.startswith("spec.")]:  # one-step copy: threads
+        del sys.modules[name]
+
+
+def _check_unique_outputs(modules: list[ModuleSpec]) -> None:
+    seen: dict[str, ModuleSpec] = {}
+    for module in modules:
+        other = seen.setdefault(module.output, module)
+        if other is not module:
+            raise DuplicateOutputError(
+                f"this module writes {module.output}, which {other.spec_file} already writes; "
+                "give one of them another Module(name=...) or file name",
+                module.location,
+            )
+
+
+def _check_unique_backends(modules: list[ModuleSpec]) -> None:
+    """The support matrix, diff and lint key on backend names and labels: one backend each."""
+    seen: dict[str, object] = {}
+    for backend in (b for m in modules for b in m.backends):
+        # One namespace for both: a label users type must not name another backend.
+        for name in dict.fromkeys((backend.name, backend.label)):
+            other = seen.setdefault(name, backend)
+            if other is not backend:
+                raise DuplicateBackendError(
+                    f"backend name {name!r} is already used by the backend at {other.location}; "
+                    "backend names must be unique across spec/",
+                    backend.location,
+                )
+
+
+def _check_declarations_have_a_reference(modules: list[ModuleSpec]) -> None:
+    """added()/removed()/changed() declare a difference from a reference builder, so one must exist.
+
+    A declaration is one spec line, reached by every backend whose configs include it
+    (a shared list in spec/_common.py reaches many). It is an error when none of them
+    has a reference builder: it would be silently ignored. Otherwise the backends
+    without a reference ignore it, and those with one are held to it.
+    """
+    reached: dict[SourceLocation, list] = {}
+    for backend in (b for m in modules for b in m.backends):
+        for item in (*backend.configs, *backend.removals):
+            if item.divergence is not None:
+                reached.setdefault(item.divergence.location, []).append((backend, item.divergence.kind))
+    for location, uses in reached.items():
+        if not any(backend.reference is not None for backend, _ in uses):
+            kind = uses[0][1]
+            names = list(dict.fromkeys(repr(b.label) for b, _ in uses))
+            whose = (
+                f"backend {names[0]} has none"
+                if len(names) == 1
+                else f"none of the backends that use it ({', '.join(names)}) has one"
+            )
+            raise DeclarationWithoutReferenceError(
+                f"{kind}() declares a difference from a reference builder, but {whose} "
+                "(give the Backend reference=..., or write the pattern without the declaration)",
+                location,
+            )

@@ -1,0 +1,510 @@
+"""What a spec load reads, and keeping one load from changing another.
+
+The inputs recorded for a generated file (generator/freshness/manifest.py) are the
+project files its spec load really used, observed while it ran: the spec file,
+the spec modules it imports (relative imports too), helper modules anywhere in
+the project, data files it opens, the project folders it lists (a name ending in
+"/": their digest is of the names in them), where in the project it looked for a
+module it failed to import (ABSENT), and the project modules its importable()
+names and reference builders point to. An audit hook sees each file executed (the
+"exec" event carries the code object, whose file is the module's source) and
+opened, and digests it then, as it is read. A new import can only appear through
+an edit to a file already recorded or a module appearing where one was looked for,
+so the record stays sound. (A file only tested for, os.path.exists, raises no audit
+event: it is not seen.)
+
+Each load also runs on fresh module objects: project modules (spec.* and the
+user's helpers) are taken out of sys.modules before it, and those it imported
+are dropped after it, and any other module it removed from sys.modules or replaced there
+is put back; sys.path and os.environ are restored after it. So one
+spec file cannot change what another produces, whatever it mutates, and the
+output does not depend on the order of loads or on which loads were kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.machinery
+import inspect
+import os
+import sys
+import types
+from pathlib import Path
+
+from generator import digests
+
+_GENERATOR_DIR = str(Path(__file__).resolve().parent.parent) + os.sep
+# The standard library's own code (importlib, pathlib, glob) only carries out what its caller asks.
+_STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
+_LISTING_EVENTS = ("os.listdir", "os.scandir")
+_OBSERVED_EVENTS = frozenset(("exec", "open", *_LISTING_EVENTS))
+_WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+# A module's namespace, read where the import system keeps it: not vars(), which asks the object for its
+# `__dict__` attribute, and a module's class (user code) may make that raise or answer with another dict.
+_namespace = types.ModuleType.__dict__["__dict__"].__get__
+# Names under which the import system never looks for a module in the project.
+_NEVER_THE_PROJECT_S = frozenset((*sys.builtin_module_names, "__main__"))
+_NOT_CACHED = object()  # no entry in sys.path_importer_cache (whose entries may be None)
+
+# Namespaces every load shares: a load may rebind names in them, but not for the next one.
+_SHARED_NAMESPACES = ("builtins", "generator.dsl", "generator.model")
+# The vocabulary's calls that name code by import path, and the argument that does:
+# a project module named there is an input although the load does not import it.
+_NAMING_CALLS = {"importable": "path", "Backend": "reference"}
+
+_observer: Observer | None = None
+_hooked = False
+# Per project (its folder and the folders inside it that are not its code): the modules already
+# found to be loaded from a file outside it, by id, each kept with its id. Each load looks at every
+# module in sys.modules twice, and with torch imported there are over a thousand; those stay
+# where they are, so each is looked at once. Folder-less modules (namespace packages, whose
+# folders can grow) are looked at every time.
+_foreign_modules: dict[tuple[str, tuple[str, ...]], dict[int, object]] = {}
+# Per project, the last look at sys.modules: its names and module ids in order, and the names of the
+# modules it could not set aside as foreign. While sys.modules stays the same, a load looks again only
+# at those few. It holds no module: each one it skips is held in _foreign_modules, so no other object
+# can have taken its id meanwhile, and a module its caller lets go of is not kept alive.
+_last_looks: dict[tuple[str, tuple[str, ...]], dict[str, object]] = {}
+
+
+class Observer:
+    """One run's loads: the project files each read, with each file's digest as first read."""
+
+    def __init__(self, root: Path):
+        self.root = root.resolve()
+        self._prefix = str(self.root) + os.sep
+        # A virtualenv or installed packages inside the project are not the project's code.
+        prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if "-packages" in p)}
+        inside = [str(Path(p).resolve()) + os.sep for p in prefixes if p]
+        self._outside = (_GENERATOR_DIR, *(p for p in inside if p.startswith(self._prefix)))
+        self.digests: dict[str, str] = {}
+        self._foreign = _foreign_modules.setdefault((self._prefix, self._outside), {})
+        self._last_look = _last_looks.setdefault((self._prefix, self._outside), {})
+        self._read: set[str] | None = None
+        self._busy = False
+
+    @contextlib.contextmanager
+    def load(self):
+        """Observe one load, on fresh project modules; yields the set of project files it read."""
+        with self._isolated_load() as read, self._naming_calls_noted(read):
+            yield read
+
+    @contextlib.contextmanager
+    def _naming_calls_noted(self, read: set[str]):
+        """While spec code runs, importable("my_pkg.fusers.fuse") notes my_pkg's files (restored after:
+        the vocabulary's namespace is one that _isolated_load restores)."""
+        from generator import dsl
+
+        for name, argument in _NAMING_CALLS.items():
+            setattr(dsl, name, self._noting(getattr(dsl, name), argument, read))
+        yield
+
+    def _noting(self, function, argument: str, read: set[str]):
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def noting(*args, **kwargs):
+            with contextlib.suppress(TypeError):  # the call itself reports a wrong call
+                dotted = signature.bind_partial(*args, **kwargs).arguments.get(argument)
+                if isinstance(dotted, str):
+                    self.note_module(dotted, read)
+            return function(*args, **kwargs)
+
+        return noting
+
+    @contextlib.contextmanager
+    def _isolated_load(self):
+        global _observer
+        _install_hook()
+        read: set[str] = set()
+        kept = self._project_modules()
+        for name in kept:
+            del sys.modules[name]
+        # What the load finds there; but for a module another thread is importing now (diff's torch), which
+        # may fail and leave: put back, it would be a half-run module that the next `import` takes as done.
+        before, importing = dict(sys.modules), _being_imported()
+        shared = [sys.modules[name] for name in _SHARED_NAMESPACES if name in sys.modules]
+        saved = [dict(vars(module)) for module in shared]
+        # Where imports look and the environment, too: a load that relied on an earlier one's
+        # sys.path.insert or os.environ[...] would see it when every file is executed in order,
+        # and not once the earlier load is kept.
+        saved_path, saved_environment, imports = list(sys.path), dict(os.environ), _ImportSystem()
+        finder, missed = _SourceOnlyFinder(self), _MissedImportNoter(self)
+        sys.meta_path.insert(0, finder)
+        sys.meta_path.append(missed)
+        previous, _observer, self._read = _observer, self, read
+        try:
+            yield read
+        finally:
+            _observer, self._read = previous, None
+            imports.rebind()
+            sys.path[:] = saved_path
+            if os.environ != saved_environment:
+                _restore(os.environ, saved_environment)  # name by name: never an empty environment
+            for module, names in zip(shared, saved):
+                _restore(vars(module), names)
+            project = self._modules_as_before(before, importing, read)
+            imports.drop_what_was_added_by(project | kept.keys())
+            sys.modules.update(kept)
+
+    def _modules_as_before(self, before: dict[str, object], importing: set[str], read: set[str]) -> set[str]:
+        """Drop from sys.modules the project modules a load imported and what its code put there, and put
+        back what it removed or replaced; the names of the project modules it imported."""
+        entered = {name: sys.modules.get(name) for name in sys.modules.keys() - before.keys()}
+        project = _with_submodules(self._project_names(entered), entered)
+        for name in sorted(entered, key=_depth):  # a package before its submodules, which may go with it
+            module = entered[name]
+            if name in project:
+                self.note_file(_namespace(module).get("__file__"), read)  # e.g. an extension module
+                del sys.modules[name]
+            elif not _imported(name, module):
+                del sys.modules[name]  # put there by the spec itself: state the next load must not see
+        for name, module in before.items():
+            if sys.modules.get(name) is not module and name not in importing:
+                sys.modules[name] = module  # removed or replaced by the spec: the next load finds it as it was
+        return project
+
+    def _project_modules(self) -> dict[str, object]:
+        """The project's modules in sys.modules now, by name."""
+        modules = dict(sys.modules)  # copied in one step: diff may be importing torch in another thread meanwhile
+        shape = (list(modules), list(map(id, modules.values())))
+        look, foreign = self._last_look, self._foreign
+        if look.get("shape") != shape:
+            unsettled = {name: m for name, m in modules.items() if foreign.get(id(m)) is not m}
+            project = self._project_names(unsettled)  # which sets more of them aside as foreign
+            look.update(shape=shape, unsettled=[name for name, m in unsettled.items() if foreign.get(id(m)) is not m])
+        else:
+            project = self._project_names({name: modules[name] for name in look["unsettled"]})
+        return {name: modules[name] for name in _with_submodules(project, modules)}
+
+    def _project_names(self, modules: dict[str, object]) -> set[str]:
+        """The names of the project's modules among `modules`. A module whose namespace names neither a file
+        nor folders (a stand-in a helper put into sys.modules for itself, answering from the module it
+        replaced) is the project's when its name is one the project's top folder provides (`import acme`
+        there finds the project's acme); as a project package's submodule, it is one (_with_submodules)."""
+        top_level = self._top_level_names()
+        project = set()
+        for name, module in modules.items():
+            local = self._is_local(module)
+            if local or (local is None and name.partition(".")[0] in top_level and name not in _NEVER_THE_PROJECT_S):
+                project.add(name)
+        return project
+
+    def note_module(self, dotted: str, read: set[str]) -> None:
+        """Note the project files a dotted name (`my_backend.fusers.fuse`) would import, without importing."""
+        parts = dotted.split(".")
+        if parts[0] not in self._top_level_names():
+            return  # torch, operator, ...: not the project's
+        folder = self.root
+        for part in parts:
+            module = folder / f"{part}.py"
+            package = folder / part
+            if (package / "__init__.py").is_file():
+                self.note_file(str(package / "__init__.py"), read)
+            elif module.is_file():
+                self.note_file(str(module), read)
+                return
+            elif not package.is_dir():  # nothing (more) of it in the project
+                return
+            folder = package
+
+    @functools.cache  # noqa: B019 - one observer serves one run, and the project's top level does not change
+    def _top_level_names(self) -> frozenset[str]:
+        try:
+            return frozenset(name.removesuffix(".py") for name in os.listdir(self.root))
+        except OSError:
+            return frozenset()
+
+    def note_file(self, filename: str | None, read: set[str]) -> None:
+        relative = self._relative(filename)
+        if relative is None:
+            return
+        if relative not in self.digests:
+            self._busy = True  # reading it here must not be observed again
+            try:
+                with open(filename, "rb") as stream:
+                    self.digests[relative] = hashlib.sha256(stream.read()).hexdigest()
+            except FileNotFoundError:
+                self.digests[relative] = digests.ABSENT  # looked for: its appearing changes the output
+            except OSError:
+                return  # a folder: nothing that was read
+            finally:
+                self._busy = False
+        read.add(relative)
+
+    def note_listing(self, folder: str, read: set[str]) -> None:
+        """Note a project folder a load listed (`spec/`): a file added there or removed is a change."""
+        if folder + os.sep == self._prefix:
+            name = "./"
+        else:
+            relative = self._relative(folder)
+            if relative is None:
+                return
+            name = relative + "/"
+        if name not in self.digests:
+            self._busy = True
+            try:
+                self.digests[name] = digests.input_digest(self.root, name)  # as check and the model cache judge it
+            finally:
+                self._busy = False
+        read.add(name)
+
+    def _asked_by_project_code(self, by_imports: bool = True) -> bool:
+        """Whether what is under way was asked for by project code: the first frame out from here that is
+        neither this module's nor the standard library's (the import machinery, pathlib, glob) is one.
+        What torch and other installed code do is theirs, and may depend on what this process did
+        before (a module imported once is not imported again). Unless `by_imports`, what the import
+        machinery does is not asked for either: it lists a folder once per process, not once per load."""
+        frame = sys._getframe(0)
+        here = frame.f_code.co_filename
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if not by_imports and filename.startswith("<frozen importlib"):
+                return False
+            standard = filename.startswith(_STDLIB_DIR) and "-packages" not in filename
+            if not (standard or filename.startswith("<frozen ") or filename == here):
+                return self._is_local_file(filename)
+            frame = frame.f_back
+        return False
+
+    def _relative(self, filename) -> str | None:
+        if not isinstance(filename, str) or not filename.startswith(self._prefix):
+            return None
+        if filename.startswith(self._outside):
+            return None
+        relative = Path(filename[len(self._prefix) :])
+        if relative.parts[0] in digests.NOT_INPUTS or "__pycache__" in relative.parts:
+            return None
+        return relative.as_posix()
+
+    def _is_local_file(self, filename: str) -> bool:
+        return filename.startswith(self._prefix) and not filename.startswith(self._outside)
+
+    def _is_local(self, module) -> bool | None:
+        """A module of the project's own (spec.*, a helper), not the generator's or an installed one; None
+        when its namespace names neither a file nor folders (sys, torch._C's submodules, a stand-in)."""
+        if not issubclass(type(module), types.ModuleType):
+            return False  # not type(): whatever a spec put in sys.modules, its __getattr__ must not run here
+        # Read from the module's namespace, where the import system puts them, not with getattr: a module
+        # without the attribute (sys, torch._C's ~40 submodules) would build and raise an AttributeError,
+        # or run its __getattr__, on every load (half of a load's isolation cost).
+        attributes = _namespace(module)
+        filename = attributes.get("__file__")
+        if isinstance(filename, str):
+            if self._is_local_file(filename):
+                return True
+            self._foreign[id(module)] = module
+            return False
+        paths = attributes.get("__path__")  # a namespace package: a folder without __init__.py
+        if paths is None:
+            return None
+        try:
+            return any(str(p).startswith(self._prefix) and not str(p).startswith(self._outside) for p in paths)
+        except TypeError:
+            return False
+
+    def _saw(self, event: str, args) -> None:
+        if event in _LISTING_EVENTS:
+            path = args[0] if args[0] is not None else "."
+            if self._read is not None and not isinstance(path, int) and self._asked_by_project_code(by_imports=False):
+                self.note_listing(os.path.abspath(os.fsdecode(path)), self._read)
+            return
+        if event == "exec":
+            filename = getattr(args[0], "co_filename", None)
+        else:  # open(path, mode, flags)
+            path, mode, flags = args
+            if isinstance(path, int) or path is None:
+                return
+            if mode is not None and any(c in mode for c in "wax+"):
+                return  # written, not read
+            if mode is None and isinstance(flags, int) and flags & _WRITING:
+                return
+            filename = os.path.abspath(os.fsdecode(path))
+        if self._read is not None:
+            self.note_file(filename, self._read)
+
+
+class _ImportSystem:
+    """How imports worked as a load began: the lists and the dict they go through, as bound (a spec may
+    bind sys.modules to a copy: Python's own import would go on using the first one, and finding there the
+    modules this load imported), and the finders, path hooks and path finders in them. What the load's
+    own code added to those (an import hook a spec installs) would serve the next load's imports."""
+
+    def __init__(self):
+        self.bound = (sys.modules, sys.path, sys.meta_path, sys.path_hooks)
+        self.meta_path, self.path_hooks = list(sys.meta_path), list(sys.path_hooks)
+        self.cached = dict(sys.path_importer_cache)
+
+    def rebind(self) -> None:
+        sys.modules, sys.path, sys.meta_path, sys.path_hooks = self.bound
+
+    def drop_what_was_added_by(self, modules: set[str]) -> None:
+        """Remove the finders (the generator's too), path hooks and path finders the load added that are
+        defined by the named modules, and put back those the load removed or replaced by one of those;
+        the import system's order is kept."""
+        sys.meta_path[:] = _entries_kept(sys.meta_path, self.meta_path, modules | {__name__})
+        sys.path_hooks[:] = _entries_kept(sys.path_hooks, self.path_hooks, modules)
+        cache, cached = sys.path_importer_cache, self.cached
+        # Only an entry the load added or replaced: one as it was needs nothing (a few hundred entries).
+        changed = [path for path, finder in cache.items() if cached.get(path, _NOT_CACHED) is not finder]
+        for path in [path for path in changed if _defined_by(cache[path], modules)]:
+            if path in cached:
+                cache[path] = cached[path]
+            else:
+                del cache[path]
+
+
+def _entries_kept(entries: list, saved: list, modules: set[str]) -> list:
+    kept = {id(entry) for entry in saved}
+    entries = [entry for entry in entries if id(entry) in kept or not _defined_by(entry, modules)]
+    present = {id(entry) for entry in entries}
+    for index, entry in enumerate(saved):
+        if id(entry) not in present:
+            entries.insert(index, entry)
+    return entries
+
+
+def _defined_by(entry, modules: set[str]) -> bool:
+    """Whether a finder or a path hook (a class, an instance, a function or a method) is one of `modules`' code."""
+    if issubclass(type(entry), types.MethodType):
+        entry = entry.__func__
+    if issubclass(type(entry), types.FunctionType):
+        return entry.__module__ in modules
+    owner = entry if issubclass(type(entry), type) else type(entry)
+    return vars(owner).get("__module__") in modules
+
+
+class _SourceOnlyFinder:
+    """Imports the project's modules from their source as it is now, never from __pycache__.
+
+    Python trusts a .pyc while its source keeps its size and modification time in whole
+    seconds, so a same-size edit saved within a second (an editor, a git checkout) would
+    run the old code while the digest recorded is the new source's. Other modules are
+    left to the usual finders.
+    """
+
+    def __init__(self, observer: Observer):
+        self.observer = observer
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] not in self.observer._top_level_names() or name in sys.builtin_module_names:
+            return None
+        if importlib.machinery.FrozenImporter.find_spec(name) is not None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        loader = getattr(spec, "loader", None)
+        if type(loader) is not importlib.machinery.SourceFileLoader or not self.observer._is_local_file(loader.path):
+            return None
+        spec.loader = _SourceOnlyLoader(loader.name, loader.path)
+        return spec
+
+
+class _SourceOnlyLoader(importlib.machinery.SourceFileLoader):
+    def path_stats(self, path):
+        raise OSError("compiled from source")  # get_code then neither reads nor writes a .pyc
+
+
+class _MissedImportNoter:
+    """Last on sys.meta_path, so asked only about a module no finder found: where project code looked
+    for it in the project (`spec/_doc.py`, `helpers/__init__.py`) is an input, ABSENT, as a file a load
+    opened and missed is. `try: import x except ImportError` gives another output once x appears.
+    Imports that torch and other installed code try and miss are theirs, not the spec's, and a
+    process that imported them already would not try them again: those are not noted."""
+
+    def __init__(self, observer: Observer):
+        self.observer = observer
+
+    def find_spec(self, name, path=None, target=None):
+        observer = self.observer
+        if observer._read is None or observer._busy or not observer._asked_by_project_code():
+            return None
+        last = name.rpartition(".")[2]
+        for folder in sys.path if path is None else list(path):
+            if not isinstance(folder, str):
+                continue
+            folder = os.path.abspath(folder)
+            if observer._is_local_file(folder + os.sep):
+                for candidate in (os.path.join(folder, f"{last}.py"), os.path.join(folder, last, "__init__.py")):
+                    observer.note_file(candidate, observer._read)
+        return None
+
+
+@contextlib.contextmanager
+def unobserved():
+    """Files read inside are not inputs of the load under way: a search through every spec file
+    (number_spelling's) reads files that do not shape the output; note_read() names those that do."""
+    observer = _observer
+    if observer is None or observer._busy:
+        yield
+        return
+    observer._busy = True
+    try:
+        yield
+    finally:
+        observer._busy = False
+
+
+def note_read(filename: str) -> None:
+    """Record `filename` as read by the load under way (if one is)."""
+    observer = _observer
+    if observer is not None and observer._read is not None:
+        observer.note_file(filename, observer._read)
+
+
+def _imported(name: str, module) -> bool:
+    """Whether a module entered sys.modules through the import system (which gives it a __spec__)
+    or as a package's own submodule (torch.ops, torch.backends: module objects torch makes itself,
+    without one, while its package is in sys.modules), rather than being put there by the spec as a value."""
+    if not issubclass(type(module), types.ModuleType):
+        return False
+    return _namespace(module).get("__spec__") is not None or name.rpartition(".")[0] in sys.modules
+
+
+def _being_imported() -> set[str]:
+    """The names of the modules some thread is importing now: CPython holds a lock per such name
+    (importlib._bootstrap._module_locks, private); none known where a Python keeps no such table."""
+    return set(getattr(importlib._bootstrap, "_module_locks", ()))
+
+
+def _with_submodules(project: set[str], names) -> set[str]:
+    """`project` with the modules among `names` that are its packages' submodules, wherever they are loaded
+    from (the installed part of a namespace package the project shares): a fresh package needs fresh
+    submodules, since `import acme.tools` finds the one in sys.modules without giving the package its
+    attribute `tools`."""
+    if project:
+        for name in sorted(names, key=_depth):  # a package before its submodules
+            if name.rpartition(".")[0] in project:
+                project.add(name)
+    return project
+
+
+def _depth(name: str) -> int:
+    return name.count(".")
+
+
+def _restore(namespace: dict, saved: dict) -> None:
+    for name in [n for n in namespace if n not in saved]:
+        del namespace[name]
+    for name, value in saved.items():
+        if namespace.get(name, _restore) is not value:
+            namespace[name] = value
+
+
+def _audit(event: str, args) -> None:
+    observer = _observer
+    if observer is None or observer._busy or event not in _OBSERVED_EVENTS:
+        return
+    try:
+        observer._saw(event, args)
+    except Exception:  # noqa: S110 - an audit hook that raises would fail the user's own open()
+        pass
+
+
+def _install_hook() -> None:
+    """Audit hooks cannot be removed: one hook per process, idle unless a load is observed."""
+    global _hooked
+    if not _hooked:
+        sys.addaudithook(_audit)
+        _hooked = True

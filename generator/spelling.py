@@ -1,0 +1,162 @@
+"""How values of the model are written as Python source.
+
+Torch objects are written with the aliases torch's own sources use (`nn.`, `F.`,
+`nni.`, ...), and the imports are derived from the references a module
+contains. Kept apart from rendering so that the lint, which names patterns the
+same way, does not import Jinja2.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+
+from generator.errors import TemplateRenderError
+from generator.model import Call, DTypeConfig, DTypeWithConstraints, FunctionDef, TorchRef
+
+# Modules imported under an alias: `import torch.nn as nn` renders torch.nn.X as nn.X.
+MODULE_ALIASES = {
+    "operator": "operator",
+    "torch": "torch",
+    "torch.nn": "nn",
+    "torch.nn.functional": "F",
+    "torch.ao.nn.intrinsic": "nni",
+    "torch.ao.nn.intrinsic.qat": "nniqat",
+    "torch.ao.nn.qat": "nnqat",
+    "torch.ao.nn.quantized.reference": "nnqr",
+}
+# Modules whose members are imported by name: `from M import fuse_conv_bn`.
+FROM_IMPORT_MODULES = (
+    "torch.ao.quantization.backend_config",
+    "torch.ao.quantization.fuser_method_mappings",
+    "torch.ao.quantization.utils",
+)
+
+
+_LONGEST_MODULE_FIRST = sorted([*MODULE_ALIASES, *FROM_IMPORT_MODULES], key=len, reverse=True)
+
+
+def split_ref(path: str) -> tuple[str, str, bool]:
+    """(module, rest, imported by name?) for the longest known module prefix of a path."""
+    for module in _LONGEST_MODULE_FIRST:
+        if path.startswith(module + "."):
+            return module, path[len(module) + 1 :], module in FROM_IMPORT_MODULES
+    if "." in path and not path.startswith("torch."):
+        # importable("pkg.module.name") in the spec: a module-level name of the user's code.
+        module, name = path.rsplit(".", 1)
+        return module, name, True
+    raise TemplateRenderError(f"no import is known for {path}; add its module to generator/build/rendering.py")
+
+
+def ref_source(ref: TorchRef) -> str:
+    module, rest, by_name = split_ref(ref.path)
+    return rest if by_name else f"{MODULE_ALIASES[module]}.{rest}"
+
+
+def import_lines(refs, extra_names: dict[str, set[str]]) -> list[str]:
+    """Sorted import statements for the given references plus names imported by name."""
+    plain: set[str] = set()
+    by_name: dict[str, set[str]] = {m: set(n) for m, n in extra_names.items()}
+    for path in dict.fromkeys(ref.path for ref in refs):  # the same few hundred paths, thousands of times
+        module, rest, imported_by_name = split_ref(path)
+        if imported_by_name:
+            by_name.setdefault(module, set()).add(rest.split(".")[0])
+        else:
+            alias = MODULE_ALIASES[module]
+            plain.add(f"import {module}" if alias == module else f"import {module} as {alias}")
+    lines = sorted(plain, key=lambda line: line.split(" as ")[0])
+    for module in sorted(by_name):
+        lines.append(f"from {module} import {', '.join(sorted(by_name[module]))}")
+    return lines
+
+
+def python_source(value) -> str:
+    """A Python expression that evaluates to `value`, for values of the model."""
+    if isinstance(value, TorchRef):
+        return ref_source(value)
+    if isinstance(value, (DTypeConfig, DTypeWithConstraints, FunctionDef)):
+        return value.name
+    if isinstance(value, Call):
+        arguments = [python_source(v) for v in value.args] + [f"{k}={python_source(v)}" for k, v in value.keywords]
+        return f"{ref_source(value.function)}({', '.join(arguments)})"
+    if isinstance(value, tuple):
+        items = [python_source(v) for v in value]
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return repr(value)
+    raise TemplateRenderError(f"cannot write {value!r} as Python source")
+
+
+def bound_source(constraints: DTypeWithConstraints, bound: str) -> str:
+    """A constraint bound as the spec spells it (`2**-12`) when that spelling is proven to equal
+    the value, else as its repr."""
+    value = getattr(constraints, bound)
+    return proven(value, dict(constraints.spellings).get(bound)) or python_source(value)
+
+
+_MARKER_LINE = re.compile(r"^# generator: format-", re.MULTILINE)
+
+
+def docstring(text: str) -> str:
+    """A docstring literal for spec text, falling back to repr when quoting needs it, or when a line of it
+    would read as a line the formatter cuts a module at (generator/build/formatting.py's markers)."""
+    if '"""' in text or "\\" in text or text.endswith('"') or _MARKER_LINE.search(text):
+        return repr(text)
+    return f'"""{text}"""'
+
+
+# Numbers: a spec's spelling of a number (`2**-12`) is kept only when proven to be that number.
+_OPERATORS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+# No bound is an int this large: nested powers of small exponents would grow past it for hours,
+# and Python refuses the repr of an int over 4,300 digits.
+_MAX_BITS = 1024
+
+
+def evaluate(text: str) -> int | float | None:
+    """The value of an arithmetic expression of number literals, or None for anything else."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+        return _value(tree.body)
+    except (SyntaxError, ValueError, ArithmeticError, TypeError, OverflowError):
+        return None
+
+
+def _value(node):
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+        return _OPERATORS[type(node.op)](_value(node.operand))
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        left, right = _value(node.left), _value(node.right)
+        if isinstance(node.op, ast.Pow) and (abs(right) > 64 or _bits(left) * abs(right) > _MAX_BITS):
+            raise ValueError("exponent too large")  # a spelling, not a computation
+        result = _OPERATORS[type(node.op)](left, right)
+        if _bits(result) > _MAX_BITS:
+            raise ValueError("number too large")
+        return result
+    raise ValueError("not an arithmetic expression of number literals")
+
+
+def _bits(number) -> int:
+    """An int's size in bits; 0 for a float (its own range bounds it)."""
+    return number.bit_length() if isinstance(number, int) else 0
+
+
+def proven(value, text: str | None) -> str | None:
+    """`text` when it evaluates to exactly `value` (type and repr) and says more than its repr."""
+    if text is None or text == repr(value):
+        return None
+    spelt = evaluate(text)
+    if spelt is None or type(spelt) is not type(value) or repr(spelt) != repr(value):
+        return None
+    return " ".join(text.split())  # one line, as the generated module writes it
