@@ -550,9 +550,9 @@ class _Templates:
         self.names = sorted(p.name.removesuffix(".py.j2") for p in folder.glob("*.py.j2"))
 
     def parameters(self, template: str) -> list[str]:
-        from generator.build.rendering import _template_parameters
+        from generator.build.rendering import template_parameters
 
-        return sorted(_template_parameters(self.env, template) - {"name"})
+        return sorted(template_parameters(self.env, template) - {"name"})
 
     def match(self, value, attribute: str, config):
         """(template, params) of the first candidate with equivalent code, else with the same behaviour."""
