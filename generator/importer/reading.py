@@ -72,7 +72,7 @@ def split_target(target: str) -> tuple[str, str]:
 
 
 # sys.path entries load_builder added: regenerate runs without them, so the check that
-# generated modules import from any folder must too (import_validation).
+# generated modules import from any folder must too (`validation`).
 _ROOT_ENTRIES_ADDED: list[str] = []
 
 
