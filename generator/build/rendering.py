@@ -119,7 +119,7 @@ def _check_function(env: jinja2.Environment, function: FunctionDef) -> None:
         raise SpecFieldError(message, function.location)
     # A parameter the template reads and the spec does not give is the template's fault
     # (rendering reports its line), unless the spec gives a misspelling of it.
-    wanted = _template_parameters(env, function.template) - {"name"}
+    wanted = template_parameters(env, function.template) - {"name"}
     unknown = sorted({key for key, _ in function.params} - wanted)
     for missing in sorted(wanted - {key for key, _ in function.params}):
         close = difflib.get_close_matches(missing, unknown, n=1)
@@ -132,7 +132,7 @@ def _is_function(name: str) -> bool:
     return name.startswith("functions/") and name.endswith(".py.j2")
 
 
-def _template_parameters(env: jinja2.Environment, template: str) -> frozenset[str]:
+def template_parameters(env: jinja2.Environment, template: str) -> frozenset[str]:
     """The variables a function template reads that the environment does not define."""
     source = env.loader.get_source(env, f"functions/{template}.py.j2")[0]
     return _undeclared_variables(env, source)

@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from generator import dsl, model, user_code
-from generator.importer.reading import ImportedSpec, shared_lists
+from generator.importer.dtype_names import shared_lists
+from generator.importer.reading import ImportedSpec
 
 # The op groups tried, in the order a tie in length is broken, with the option sets
 # each is tried with (its defaults first).

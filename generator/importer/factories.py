@@ -13,7 +13,7 @@ constant, a tuple of those, or again a callable made by a factory), the spec wri
 A name is a claim: the call is made again and the callable it returns must equal the
 builder's by the comparator (same code and closure contents, or same behaviour), like
 every other callable `import` names. What cannot be named raises `CannotName` with
-the reason, for `importing` to put in its one-line refusal.
+the reason, for `callable_names` to put in its one-line refusal.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import types
 
 from generator import model
 from generator.errors import GeneratorError
+from generator.importer.object_paths import object_path
 
 # Closures of closures of ...: a real factory nests one or two levels.
 MAX_DEPTH = 4
@@ -72,8 +73,6 @@ def _call(value, depth: int) -> model.Call:
 
 
 def _closure_call(value: types.FunctionType, depth: int) -> model.Call:
-    from generator.importer.reading import object_path
-
     factory_name = value.__qualname__.rpartition(".<locals>.")[0]
     if "<locals>" in factory_name:
         raise CannotName(f"it is made by {factory_name}, which is itself a local function")
@@ -105,8 +104,6 @@ def _closure_call(value: types.FunctionType, depth: int) -> model.Call:
 
 def _argument(value, depth: int):
     """A factory argument as the spec writes it; CannotName if it has no name."""
-    from generator.importer.reading import object_path
-
     if isinstance(value, float) and not math.isfinite(value):
         raise CannotName(f"it holds {value!r}, which Python source cannot spell as a literal")
     if isinstance(value, _PLAIN):

@@ -82,7 +82,7 @@ def refuse_to_drop_backends(module: ModuleSpec | None, backend_config) -> None:
 
 
 def recover(spec, module: ModuleSpec | None):
-    """`spec` (an `importing.ImportedSpec`) with what the spec it replaces says and a
+    """`spec` (a `reading.ImportedSpec`) with what the spec it replaces says and a
     BackendConfig does not: for the backend of the same name, its builder name and
     docstrings; the section of each pattern it also registers; and the name and spelling
     (`torch.float`) of each dtype config of equal content."""
@@ -118,7 +118,7 @@ def recover(spec, module: ModuleSpec | None):
     constraints = _constraints_of(dtype_configs)
     if not (_unique_names(dtype_configs) and _unique_names(constraints)):
         return spec  # a recovered name would clash with an imported one: keep the import's names
-    from generator.importer.reading import shared_lists
+    from generator.importer.dtype_names import shared_lists
 
     recovered = replace(spec.backend, builder=backend.builder, doc=backend.doc, configs=configs)
     return replace(
@@ -172,7 +172,7 @@ def _resolved(ref):
     if ref is None:
         return None
     from generator.build.resolution import load_object
-    from generator.importer.reading import object_path
+    from generator.importer.object_paths import object_path
 
     try:
         return object_path(load_object(ref)) or ref.path

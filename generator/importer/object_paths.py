@@ -1,0 +1,69 @@
+"""Import: object paths, the dotted names by which a spec reaches the objects a builder returns.
+
+An object a BackendConfig holds (a module class, a fuser, a dtype, a callable instance)
+is named in the spec by a path a generated module can import: its public torch name
+(`build.torch_names.public_path`), else the module and qualified name it is defined
+under, else (an object that has no qualified name) the module-level global it is bound
+to. `__main__` and torch's own builder modules are never such a module. What has no
+path is refused with the pattern and field it was found in.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+from generator import model
+from generator.errors import UnnamedCallableError
+
+# torch's builder modules: a generated module must not import from them.
+TORCH_BUILDERS_PACKAGE = "torch.ao.quantization.backend_config"
+
+
+def path_ref(value, label: str, field: str) -> model.TorchRef:
+    """`value` as a spec names it, by its dotted path; refused if it has none (`label` and `field` say where)."""
+    path = object_path(value)
+    if path is None:
+        raise UnnamedCallableError(f"pattern {label}: {field} {readable_name(value)} has no import path")
+    return model.TorchRef(path)
+
+
+def object_path(value) -> str | None:
+    """The dotted path a spec can name `value` by: its public torch name, else where it is defined."""
+    from generator.build.torch_names import public_path
+
+    path = public_path(value)
+    if path is not None:
+        return path
+    module_name, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if not isinstance(qualname, str) and not isinstance(value, type | types.FunctionType | types.BuiltinFunctionType):
+        return _global_path(value)  # an object (a callable instance): by the global it is bound to
+    if not isinstance(module_name, str) or not isinstance(qualname, str) or "<" in qualname:
+        return None
+    if not _importable_module(module_name):
+        return None
+    target = sys.modules.get(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+    return f"{module_name}.{qualname}" if target is value else None
+
+
+def _importable_module(module_name: str) -> bool:
+    # __main__ is not importable by a generated module; torch's builder modules must not be imported.
+    return module_name != "__main__" and not module_name.startswith(TORCH_BUILDERS_PACKAGE + ".")
+
+
+def _global_path(value) -> str | None:
+    """`module.NAME` for an object bound to a module-level name of its class's module, public names first."""
+    module_name = getattr(type(value), "__module__", None)
+    module = sys.modules.get(module_name) if isinstance(module_name, str) else None
+    if module is None or not _importable_module(module_name):
+        return None
+    names = sorted((name for name, bound in vars(module).items() if bound is value), key=lambda n: (n[0] == "_", n))
+    return f"{module_name}.{names[0]}" if names else None
+
+
+def readable_name(value) -> str:
+    """`module.qualname` of `value` for a message, else its repr."""
+    module_name, qualname = getattr(value, "__module__", "?"), getattr(value, "__qualname__", None)
+    return f"{module_name}.{qualname}" if qualname else repr(value)
