@@ -1,8 +1,8 @@
 """Command line: `python -m generator regenerate | check | matrix | diff`.
 
-Exit codes are decided in one place, `EXIT_CODES`: 0 when all is well, 1 when
-generated files differ from what regenerate would write, 2 for errors (a bad
-spec, a broken template, ...). Errors print as one line and change no file.
+Exit codes: 0 when all is well, 1 when generated files differ from what
+regenerate would write; an error prints as one line, changes no file and exits
+with the code its class carries (`GeneratorError.exit_code`: 2, 130 for Ctrl-C).
 
 The building stages (pipeline: Jinja2, black, sometimes torch) are imported
 inside the commands that use them, so that `check` on an up-to-date tree runs
@@ -25,49 +25,8 @@ from pathlib import Path
 from generator import digests, errors, files, progress, project
 from generator.freshness import manifest, planning
 
-OK, DIFFERENT, ERROR = 0, 1, 2
-INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+OK, DIFFERENT = 0, 1  # an error's exit code is its class's (errors.GeneratorError.exit_code)
 CLOSED_OUTPUT = 141  # 128 + SIGPIPE, what `yes | head -1` reports for `yes`
-EXIT_CODES: dict[type[errors.GeneratorError], int] = {
-    errors.SpecSyntaxError: ERROR,
-    errors.SpecExecutionError: ERROR,
-    errors.SpecFieldError: ERROR,
-    errors.EmptyAxisError: ERROR,
-    errors.UnknownTorchNameError: ERROR,
-    errors.TorchKindError: ERROR,
-    errors.DuplicateOutputError: ERROR,
-    errors.DuplicateBackendError: ERROR,
-    errors.DeclarationWithoutReferenceError: ERROR,
-    errors.NameClashError: ERROR,
-    errors.EmptyBackendError: ERROR,
-    errors.TemplateRenderError: ERROR,
-    errors.FormattingError: ERROR,
-    errors.OutputCheckError: ERROR,
-    errors.LintError: ERROR,
-    errors.GitError: ERROR,
-    errors.BuilderImportError: ERROR,
-    errors.BuilderCallError: ERROR,
-    errors.NotABackendConfigError: ERROR,
-    errors.UnnamedCallableError: ERROR,
-    errors.UnspellableBoundError: ERROR,
-    errors.UnnamedBackendConfigError: ERROR,
-    errors.ImportedSpecRefusedError: ERROR,
-    errors.ImportWouldDropError: ERROR,
-    errors.SpecExistsError: ERROR,
-    errors.ImportNameError: ERROR,
-    errors.UnknownBackendError: ERROR,
-    errors.NothingToCompareError: ERROR,
-    errors.NotAProjectError: ERROR,
-    errors.NoSpecFilesError: ERROR,
-    errors.WriteError: ERROR,
-    errors.FileAccessError: ERROR,
-    errors.InternalError: ERROR,
-    errors.Interrupted: INTERRUPTED,
-    errors.ReferenceBuilderError: ERROR,
-    errors.GeneratedModuleError: ERROR,
-    errors.MissingDependencyError: ERROR,
-    errors.NotImportableError: ERROR,
-}
 INTERRUPTED_MESSAGE = "interrupted; every file is its old or its new version"
 FIX_COMMAND = "python -m generator regenerate"
 
@@ -746,4 +705,4 @@ def missing_dependency(error: ModuleNotFoundError) -> errors.MissingDependencyEr
 
 def fail(console: Console, error: errors.GeneratorError) -> int:
     console.error(str(error))
-    return EXIT_CODES[type(error)]
+    return error.exit_code
