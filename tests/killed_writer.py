@@ -1,6 +1,6 @@
 """Regenerate's write phase, SIGKILLed at a chosen step, in forked children of a small process.
 
-The interruption test kills the real writing code (generator.cli._write) at every step
+The interruption test kills the real writing code (generator.freshness.manifest.write_outputs) at every step
 of the write phase. Forking pytest's worker for each kill copies the page tables of a
 process that holds torch and pays copy-on-write faults for most of its heap, dozens of
 times; this module instead runs as a fresh interpreter that imports only the generator
@@ -18,7 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from generator import cli, files
+from generator import files
+from generator.freshness import manifest
 
 
 class KillAt:
@@ -86,7 +87,7 @@ def write_phase_killed_at(project: Path, targets, texts, point: int) -> bool:
     if pid == 0:  # the child: never returns into the caller
         try:
             KillAt(point).install()
-            cli._write(project, targets, texts)
+            manifest.write_outputs(project, targets, texts)
         finally:
             os._exit(0)
     _, status = os.waitpid(pid, 0)
