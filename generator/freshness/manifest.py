@@ -137,12 +137,10 @@ def write_outputs(root: Path, targets, texts: dict[str, str], every=None, also=(
     files.ensure_writable([*(root / o for o in replaced), *[root / PATH] * manifest_changes, *also])
     if replaced:
         files.write_if_changed(root / PATH, pending(final, replaced).text())
-    files_written, report = 0, []
+    report = []
     for target in targets:
         written = target.relative in new_texts and files.write_if_changed(target.output, new_texts[target.relative])
         report.append(("written" if written else "unchanged", target.output.relative_to(root)))
-        files_written += written
-        files.pause_if_asked(files_written)
     if files.write_if_changed(root / PATH, final.text()):
         report.append(("written", PATH))
     return report
