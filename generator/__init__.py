@@ -13,7 +13,7 @@ which imports only from the layers before it:
 - `build`: expansion, validation, rendering, formatting, checks, the matrix;
 - `review`: equality of BackendConfigs, and `diff`;
 - `importer`: an existing builder -> a spec;
-- `cli`: the commands and their exit codes.
+- `commands`: the commands' bodies; `cli`: their arguments, the console and the exit code.
 
 `check`, a no-op `regenerate` and spec loading import no torch, Jinja2 or black:
 the layers below `build` never do, and `build` and above import them inside the

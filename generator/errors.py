@@ -1,8 +1,8 @@
 """One exception class per way the generator can fail.
 
 Every error carries the spec location it is about, when there is one, and prints
-as a single line `spec/file.py:LINE: what is wrong`. The CLI maps each class to an
-exit code in one table (`generator.cli.EXIT_CODES`).
+as a single line `spec/file.py:LINE: what is wrong`. Each class carries the exit
+code the command line ends with (`exit_code`): 2, but 130 for Ctrl-C.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ if TYPE_CHECKING:  # the model is not needed to raise or print an error, and che
 
 class GeneratorError(Exception):
     """Base class: a failure the user can fix, reported as one line."""
+
+    exit_code = 2
 
     def __init__(self, message: str, location: SourceLocation | None = None):
         super().__init__(message)
@@ -162,6 +164,8 @@ class FileAccessError(GeneratorError):
 
 class Interrupted(GeneratorError):
     """The user pressed Ctrl-C (SIGINT); writing is atomic, so every file is whole."""
+
+    exit_code = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
 
 
 class InternalError(GeneratorError):

@@ -21,8 +21,6 @@ import os
 import re
 import secrets
 import stat
-import sys
-import time
 from pathlib import Path
 
 from generator.errors import WriteError
@@ -31,12 +29,6 @@ NEW_FILE_MODE = 0o666  # before the umask, like open(path, "w")
 # .NAME.PID-TOKEN.tmp: the process that wrote it, and a token that tells two of its files apart.
 _TEMPORARY = re.compile(r"\..+\.(?P<pid>[0-9]+)-[0-9a-f]{8}\.tmp")
 LOCK_FILE = Path(".cache") / "generator" / "write.lock"
-
-# Test-only pause point (tests/test_interruption.py): with this variable set to
-# N, a run stops for good after writing its N-th file and says so on stderr, so
-# that a test's SIGKILL lands inside the write phase, between two files.  Unset
-# in every normal run, where it does nothing.
-PAUSE_AFTER_WRITES = "GENERATOR_TEST_PAUSE_AFTER_WRITES"
 
 
 def write_if_changed(path: Path, text: str) -> bool:
@@ -154,12 +146,3 @@ def project_lock(root: Path, waiting):
     finally:
         os.close(handle)  # releases the lock
 
-
-def pause_if_asked(files_written: int) -> None:
-    """The test-only pause point; see PAUSE_AFTER_WRITES."""
-    if os.environ.get(PAUSE_AFTER_WRITES) != str(files_written):
-        return
-    sys.stderr.write(f"paused after writing {files_written} files\n")
-    sys.stderr.flush()
-    while True:  # until the test kills this process
-        time.sleep(60)

@@ -1,6 +1,6 @@
 """Regenerate's write phase, SIGKILLed at a chosen step, in forked children of a small process.
 
-The interruption test kills the real writing code (generator.cli._write) at every step
+The interruption test kills the real writing code (generator.freshness.manifest.write_outputs) at every step
 of the write phase. Forking pytest's worker for each kill copies the page tables of a
 process that holds torch and pays copy-on-write faults for most of its heap, dozens of
 times; this module instead runs as a fresh interpreter that imports only the generator
@@ -9,16 +9,25 @@ request: each child is still a real process SIGKILLed inside the writing code.
 
 Protocol (one line each way): the test writes a kill point; this process answers
 "killed" when its child died of SIGKILL, "finished" when it wrote everything first.
+
+Run with --pause-after N instead (`paused_regenerate`), it is a real `python -m generator`
+whose write phase stops for good after writing its N-th file and says so on stderr, so
+that the test's SIGKILL lands inside the write phase, between two files.
 """
 
 import os
 import pickle
+import runpy
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from generator import cli, files
+from generator import files
+from generator.freshness import manifest
+
+PAUSE_AFTER = "--pause-after"
 
 
 class KillAt:
@@ -86,7 +95,7 @@ def write_phase_killed_at(project: Path, targets, texts, point: int) -> bool:
     if pid == 0:  # the child: never returns into the caller
         try:
             KillAt(point).install()
-            cli._write(project, targets, texts)
+            manifest.write_outputs(project, targets, texts)
         finally:
             os._exit(0)
     _, status = os.waitpid(pid, 0)
@@ -121,5 +130,44 @@ def main(job: str) -> None:
         print("killed" if killed else "finished", flush=True)
 
 
+def paused_regenerate(project: Path, files_written: int) -> list[str]:
+    """A real `python -m generator --root PROJECT regenerate` that pauses for good after writing `files_written`
+    generated files (the manifest not counted), saying "paused after writing N files" on stderr."""
+    return [sys.executable, "-m", __name__, PAUSE_AFTER, str(files_written), "--root", str(project), "regenerate"]
+
+
+def pause_after_writing(files_written: int) -> None:
+    """Make the write phase (manifest.write_outputs) stop after writing its `files_written`-th generated file."""
+    real_write_outputs, real_write_if_changed = manifest.write_outputs, files.write_if_changed
+
+    def write_outputs(root: Path, *args, **kwargs):
+        written = 0
+
+        def write_if_changed(path: Path, text: str) -> bool:
+            nonlocal written
+            changed = real_write_if_changed(path, text)
+            if changed and path != root / manifest.PATH:
+                written += 1
+                if written == files_written:
+                    sys.stderr.write(f"paused after writing {files_written} files\n")
+                    sys.stderr.flush()
+                    while True:  # until the test kills this process
+                        time.sleep(60)
+            return changed
+
+        files.write_if_changed = write_if_changed
+        try:
+            return real_write_outputs(root, *args, **kwargs)
+        finally:
+            files.write_if_changed = real_write_if_changed
+
+    manifest.write_outputs = write_outputs
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == PAUSE_AFTER:
+        pause_after_writing(int(sys.argv[2]))
+        sys.argv[1:] = sys.argv[3:]
+        runpy.run_module("generator", run_name="__main__", alter_sys=True)  # as `python -m generator` runs it
+    else:
+        main(sys.argv[1])

@@ -8,8 +8,9 @@ spec/_common.py (new input digests in the manifest). Two ways of killing:
   that run regenerate's own writing code and SIGKILL themselves there
   (tests/killed_writer.py: forked from a small process, not from pytest);
 - a real `python -m generator regenerate` process killed inside its write
-  phase: the test-only pause point (generator.files.PAUSE_AFTER_WRITES) stops
-  it after half the files are written, and the test kills it there.
+  phase: a pause the test puts into that process (tests/killed_writer.py,
+  paused_regenerate) stops it after half the files are written, and the test
+  kills it there.
 """
 
 import contextlib
@@ -23,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli, files
+from generator import cli
 from generator.freshness import manifest, planning
 from tests.conftest import ROOT, copy_project
-from tests.killed_writer import Killer
+from tests.killed_writer import Killer, paused_regenerate
 from tests.shared_builds import computed_once
 
 
@@ -134,14 +135,14 @@ def assert_no_process_left(project: Path) -> None:
 
 
 def test_real_regenerate_killed_mid_write_then_check_tells_the_truth(versions, tmp_path, capsys):
-    """A real run stops at the test-only pause point after writing half the files, and is killed there."""
+    """A real run stops at the test's pause point after writing half the files, and is killed there."""
     old, new = versions
     project = copy_project(tmp_path / "project")
     change_every_output(project)  # no format cache of the change: the run's formatting workers are started
     halfway = len(old) // 2
-    env = dict(os.environ, PYTHONPATH=str(ROOT), **{files.PAUSE_AFTER_WRITES: str(halfway)})
-    command = [sys.executable, "-m", "generator", "--root", str(project), "regenerate"]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    paused = paused_regenerate(project, halfway)
+    process = subprocess.Popen(paused, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         # Blocks until the run reaches the pause point, or ends (lint warnings come first).
         said = next((line for line in process.stderr if line.startswith("paused")), "")
@@ -158,7 +159,7 @@ def test_real_regenerate_killed_mid_write_then_check_tells_the_truth(versions, t
     named = {line.split(":")[0] for line in out.splitlines() if ": stale" in line}
     assert named == {str(p) for p in old if p != manifest.PATH} - renewed
     assert code == 1
-    del env[files.PAUSE_AFTER_WRITES]
+    command = [sys.executable, "-m", "generator", "--root", str(project), "regenerate"]
     assert subprocess.run(command, env=env, capture_output=True).returncode == 0
     assert verify_whole_and_fresh_exactly_when_new(project, old, new) == {str(p) for p in new if p != manifest.PATH}
     assert cli.main(["--root", str(project), "check"]) == 0

@@ -10,6 +10,10 @@ alone leaves the file alone. The manifest records instead:
 
 A spec edit changes one line of `inputs` and the text digest of each file whose
 body changed. Nothing here imports torch, Jinja2 or black.
+
+It also owns the write protocol (`write_outputs`): the order in which a run
+writes the generated files and the manifest, so that a run killed at any point
+leaves every file whole and the manifest able to tell which are new.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from generator import digests, files
 
 PATH = Path("generated") / "manifest.json"
 ABOUT = "Written by python -m generator regenerate: what each generated file was made from. DO NOT EDIT."
@@ -106,3 +112,40 @@ def pending(manifest: Manifest, replaced: dict[str, str]) -> Manifest:
         for output, entry in manifest.outputs.items()
     }
     return Manifest(manifest.inputs, outputs)
+
+
+def write_outputs(root: Path, targets, texts: dict[str, str], every=None, also=()) -> list[tuple[str, Path]]:
+    """Write the targets' new texts, then the manifest; `every` is all targets (default: `targets`).
+
+    The manifest is written twice when a file changes: first with each replaced
+    file's old digest (so that a run killed among the outputs leaves files that
+    check calls either fresh or stale, never edited by hand), last without.
+    Before any of it, every folder written (and those of the files in `also`, which
+    the caller removes) must take a new file. What happened is returned as
+    ("written" or "unchanged", path relative to `root`) for the caller to print once
+    the tree is whole: a full or closed standard output cannot stop the run halfway.
+    """
+    for directory in {t.output.parent for t in targets} | {(root / PATH).parent}:
+        files.remove_stale_temporaries(directory)
+    recorded = read(root)
+    new_texts = {t.relative: texts[t.name] for t in targets if t.name in texts}
+    current = {t.relative: dict(t.made_from) for t in (every or targets)}
+    final = updated(recorded, current, {o: digests.text_digest(text) for o, text in new_texts.items()})
+    replaced = {t.relative: digest_of(t.output) for t in targets if t.relative in new_texts}
+    replaced = {o: d for o, d in replaced.items() if d != final.outputs[o].digest}
+    manifest_changes = bool(replaced) or digest_of(root / PATH) != digests.text_digest(final.text())
+    files.ensure_writable([*(root / o for o in replaced), *[root / PATH] * manifest_changes, *also])
+    if replaced:
+        files.write_if_changed(root / PATH, pending(final, replaced).text())
+    report = []
+    for target in targets:
+        written = target.relative in new_texts and files.write_if_changed(target.output, new_texts[target.relative])
+        report.append(("written" if written else "unchanged", target.output.relative_to(root)))
+    if files.write_if_changed(root / PATH, final.text()):
+        report.append(("written", PATH))
+    return report
+
+
+def digest_of(path: Path) -> str | None:
+    """The digest of a file's text as on disk (what the manifest records); None when it does not exist."""
+    return digests.file_text_digest(path) if path.exists() else None

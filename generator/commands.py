@@ -1,0 +1,380 @@
+"""The commands' bodies: regenerate, check, matrix, diff and import.
+
+Each command is `cmd_NAME(args, console) -> exit code`, called by generator.cli,
+which parses the arguments, finds the project and owns the console (`console.say`,
+`console.warn`, `console.out`): OK when all is well, DIFFERENT when generated files
+differ from what regenerate would write; a failure raises a generator.errors class,
+which carries its own exit code.
+
+The building stages (pipeline: Jinja2, black, sometimes torch) are imported
+inside the commands that use them, so that `check` on an up-to-date tree runs
+on planning alone.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+from pathlib import Path
+
+from generator import digests, errors, files, progress
+from generator.freshness import manifest, planning
+
+OK, DIFFERENT = 0, 1
+FIX_COMMAND = "python -m generator regenerate"
+
+
+def lint_findings(root: Path, targets, modules) -> list[str]:
+    """The spec lint's findings, cached; `modules` are the expanded spec if already loaded."""
+    cache_file = planning.lint_cache_file(root, targets)
+    cached = _cached_findings(cache_file) if modules is None else None
+    if cached is not None:
+        return cached
+    from generator.build import lint
+    from generator.build.expansion import expand_module
+    from generator.loading import loader
+
+    # Not pipeline.load: the lint needs neither Jinja2 nor black, and check must not import them.
+    # Unchanged spec files' loads come from the model cache, as regenerate's do, and the loads made
+    # are kept there: the build check then makes to explain a stale tree executes no spec file again.
+    if modules is None:
+        modules = [expand_module(m) for m in loader.load_modules(root, reuse=True, keep=True)]
+    findings = [str(f) for f in lint.lint(modules)]
+    try:
+        for old in cache_file.parent.glob("lint-*.json"):
+            old.unlink(missing_ok=True)
+        files.write_if_changed(cache_file, json.dumps(findings, indent=1))
+    except (OSError, errors.WriteError):
+        pass  # a read-only checkout only loses the speed-up: the findings were computed
+    return findings
+
+
+def _cached_findings(cache_file: Path) -> list[str] | None:
+    """The cached findings; None when there are none or the file is corrupt (it is then rebuilt)."""
+    try:
+        findings = json.loads(cache_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(findings, list) or not all(isinstance(f, str) for f in findings):
+        return None
+    return findings
+
+
+def report_lint(console, findings: list[str], strict: bool) -> None:
+    if strict and findings:
+        raise errors.LintError(f"{findings[0]} (--strict; {len(findings)} lint finding(s))")
+    for finding in findings:
+        console.warn(finding)
+
+
+def cmd_regenerate(args, console) -> int:
+    with files.project_lock(args.root, functools.partial(_say_waiting, console)):
+        return _regenerate(args, console)
+
+
+def _say_waiting(console) -> None:
+    console.warn("another regenerate or matrix is running in this project; waiting for it to finish")
+
+
+def _regenerate(args, console) -> int:
+    root = args.root
+    recorded = manifest.read(root)
+    targets = planning.plan(root, recorded)
+    stale = [t for t in targets if args.force or planning.freshness(t, recorded) != "fresh"]
+    modules, texts = None, {}
+    if stale:
+        modules, texts = build_with_progress("regenerate", root, stale, args.jobs, reuse=not args.force, keep=True)
+        targets = _observed(targets, modules)
+    report_lint(console, lint_findings(root, targets, modules), args.strict)
+    orphans = planning.orphans(root, targets)
+    report = manifest.write_outputs(root, targets, texts, also=orphans)
+    for orphan in orphans:
+        orphan.unlink()
+        report.append(("removed", orphan.relative_to(root)))
+    _report(console, report)
+    return OK
+
+
+def cmd_matrix(args, console) -> int:
+    if args.stdout:  # writes nothing
+        return _matrix(args, console)
+    with files.project_lock(args.root, functools.partial(_say_waiting, console)):
+        return _matrix(args, console)
+
+
+def _matrix(args, console) -> int:
+    root = args.root
+    every = planning.plan(root)
+    matrix = [t for t in every if t.is_matrix]
+    texts = {}
+    if args.stdout or args.force or planning.freshness(matrix[0]) != "fresh":
+        modules, texts = build_with_progress("matrix", root, matrix, jobs=1)
+        every = _observed(every, modules)
+        matrix = [t for t in every if t.is_matrix]
+    if args.stdout:
+        console.out.write(texts[planning.MATRIX])
+    else:
+        _report(console, manifest.write_outputs(root, matrix, texts, every=every))
+    return OK
+
+
+def build_with_progress(command: str, root: Path, targets, jobs: int, reuse: bool = False, keep: bool = False):
+    """pipeline.load_and_build, with a progress line on a terminal: seconds when torch or black start cold.
+
+    `reuse`: trust the recorded reads of unchanged spec files, as a plain regenerate trusts the
+    manifest; --force and check --full execute every spec file. `keep`: keep the loads made for
+    later runs (regenerate, --force included: it fills the caches).
+    """
+    from generator.build import importability, pipeline
+
+    with progress.Progress(command) as shown:
+        shown.step(f"loading spec/ to build {len(targets)} file(s)")
+        built = shown.counter("built", len(targets))
+        modules, texts = pipeline.load_and_build(root, targets, jobs, built=built, reuse=reuse, keep=keep)
+    importability.require_importable_anywhere(modules)  # before anything is written
+    return modules, texts
+
+
+def _observed(targets, modules) -> list:
+    """The targets with the inputs that this run's loads of their spec files read."""
+    return planning.observed(targets, {m.spec.spec_file: dict(m.spec.read) for m in modules})
+
+
+def _report(console, report: list) -> None:
+    for done, path in report:
+        console.say(f"{done:9} {path}", COLOURS[done])
+
+
+COLOURS = {"written": "green", "unchanged": None, "removed": "yellow"}
+
+
+def cmd_check(args, console) -> int:
+    root = args.root
+    recorded = manifest.read(root)
+    targets = planning.plan(root, recorded)
+    modules, texts = None, None
+    if args.full:
+        modules, texts = build_with_progress("check", root, targets, args.jobs)
+    report_lint(console, lint_findings(root, targets, modules), args.strict)
+    statuses = {t.name: planning.status(t, recorded) for t in targets}
+    if texts is not None:
+        statuses = _full_comparison(targets, texts, statuses)
+    problems = {name: status for name, status in statuses.items() if status.state != "fresh"}
+    orphaned = planning.orphans(root, targets)
+    # --full knows what the loads read: the manifest must record exactly that.
+    observed = _observed(targets, modules) if modules is not None else targets
+    manifest_problem = None if problems else _manifest_problem(root, observed, recorded, texts)
+    if not problems and not orphaned and manifest_problem is None:
+        console.say(f"{len(targets)} generated files are up to date", "green")
+        return OK
+    # The slow path (torch names, black) runs only once something is wrong, to show the fix.
+    if texts is None and problems:
+        wrong = [t for t in targets if t.name in problems]
+        _, texts = build_with_progress("check", root, wrong, args.jobs, reuse=True, keep=True)
+    _explain(root, targets, problems, orphaned, console, texts or {}, recorded)
+    if manifest_problem is not None:
+        _explain_manifest(root, manifest_problem, console)
+    console.say(f"fix: {FIX_COMMAND}", "bold")
+    return DIFFERENT
+
+
+def _full_comparison(targets, texts: dict[str, str], statuses: dict) -> dict:
+    """Byte comparison with a fresh render; the manifest explains any difference."""
+    found = {}
+    for target in targets:
+        current = target.output.read_bytes() if target.output.exists() else None
+        status = statuses[target.name]
+        if current == texts[target.name].encode():
+            found[target.name] = planning.Status("fresh")
+        elif status.state == "fresh":
+            found[target.name] = planning.Status("edited", ("its content is not what regenerate writes",))
+        else:
+            found[target.name] = status
+    return found
+
+
+def _manifest_problem(root: Path, targets, recorded, texts) -> str | None:
+    """The manifest regenerate would write, when it differs from the one on disk (all outputs fresh)."""
+    written = {t.relative: digests.text_digest(texts[t.name]) for t in targets} if texts else {}
+    expected = manifest.updated(recorded, {t.relative: dict(t.made_from) for t in targets}, written).text()
+    path = root / manifest.PATH
+    return None if path.exists() and path.read_bytes() == expected.encode() else expected
+
+
+def _explain(root, targets, problems, orphaned, console, texts: dict[str, str], recorded) -> None:
+    for target in targets:
+        if target.name not in problems:
+            continue
+        relative = str(target.output.relative_to(root))
+        status = problems[target.name]
+        current_text = digests.lenient_text(target.output) if target.output.exists() else None
+        known = recorded is not None and target.relative in recorded.outputs
+        if status.state == "stale" and known and current_text == texts[target.name]:
+            # Re-rendered to know: an input changed in a way that does not reach this file.
+            changed = "; ".join(status.reasons)
+            console.say(f"{relative}: inputs changed ({changed}), content unchanged: {SAME_OUTPUT_FIX}")
+            continue
+        if status.state == "edited" and current_text == texts[target.name]:
+            # Not a hand edit: a regenerate killed between writing the files and the manifest.
+            console.say(f"{relative}: what regenerate writes, not yet recorded (an unfinished run?): {SAME_OUTPUT_FIX}")
+            continue
+        reasons = f": {'; '.join(status.reasons)}" if status.reasons else ""
+        console.say(f"{relative}: {REASONS[status.state]}{reasons}", "red")
+        current = current_text.splitlines(keepends=True) if current_text is not None else []
+        regenerated = texts[target.name].splitlines(keepends=True)
+        console.out.writelines(difflib.unified_diff(current, regenerated, relative, f"{relative} (regenerated)"))
+    for orphan in orphaned:
+        console.say(f"{orphan.relative_to(root)}: its spec file is gone", "red")
+
+
+def _explain_manifest(root: Path, expected: str, console) -> None:
+    path = root / manifest.PATH
+    relative = manifest.PATH.as_posix()
+    current = digests.lenient_text(path).splitlines(keepends=True) if path.exists() else []
+    console.say(f"{relative}: {'stale: it does not record what regenerate wrote' if current else 'missing'}", "red")
+    regenerated = expected.splitlines(keepends=True)
+    console.out.writelines(difflib.unified_diff(current, regenerated, relative, f"{relative} (regenerated)"))
+
+
+REASONS = {"missing": "missing", "stale": "stale", "edited": "edited by hand"}
+SAME_OUTPUT_FIX = f"regenerate updates only {manifest.PATH.as_posix()}"
+
+
+def cmd_diff(args, console) -> int:
+    from generator.review import diff, formats
+
+    root = args.root
+    if args.against_torch:
+        # The stale notice comes first, but its title names the reference, which the spec says.
+        refs, locations = diff.load_builders(root, args.backends)
+        old, new = diff.reference_title(refs), "generated"
+        if _stale_notice(diff.Side(root, None), args.format, old, new, console):
+            return DIFFERENT
+        with progress.Progress("diff") as shown:
+            compared = [ref.label for ref in refs if ref.reference is not None]
+            shown.step(f"building {len(compared)} backend(s) and their reference builders")
+            advance = shown.counter("compared", len(compared))
+            results = []
+            for result in diff.against_torch(root, refs, locations):
+                advance(result.backend)
+                results.append(result)
+        uncompared = diff.unreferenced(refs)
+        if not results:  # nothing has a reference: say so, and that is no difference
+            console.out.write(formats.render(args.format, results, old, new, uncompared))
+            return OK
+    else:
+        uncompared = []
+        old_side, new_side = diff.parse_revisions(root, args.rev)
+        for side in (old_side, new_side):
+            diff.require_generated(side)
+        old, new = old_side.title, new_side.title
+        if _stale_notice(new_side, args.format, old, new, console):
+            return DIFFERENT
+        results = list(diff.against_revision(old_side, new_side, args.backends))
+    if not results:
+        raise errors.NothingToCompareError("nothing to compare: no backend on either side")
+    console.out.write(formats.render(args.format, results, old, new, uncompared))
+    return DIFFERENT if any(r.status != "same" for r in results) else OK
+
+
+def _stale_notice(side, fmt: str, old: str, new: str, console) -> bool:
+    """Say, in the diff's format, when the side's generated/ is not what its spec says; True when so.
+
+    A diff of such a generated/ would mislead: it would not show the spec's change.
+    """
+    from generator.review import diff, formats
+
+    stale = diff.stale_files(side)
+    if stale and side.revision is None:
+        stale = _content_changes(side.root, stale, console)
+    if not stale:
+        return False
+    fix = FIX_COMMAND
+    if side.revision is not None:
+        fix = f"check out {side.revision}, run {FIX_COMMAND} and commit the result"
+    console.out.write(formats.stale(fmt, stale, old, new, fix))
+    return True
+
+
+def _content_changes(root: Path, stale: list, console) -> list:
+    """Of the working tree's stale files, those whose text regenerate would change.
+
+    A file whose inputs changed but whose text would not (a comment in the spec) is
+    what the spec says, so the diff is right; only the manifest is behind, as check says.
+    """
+    if any(found.state != "stale" for found in stale):
+        return stale
+    targets = [t for t in planning.plan(root) if t.relative in {found.file for found in stale}]
+    # As regenerate would build them: the unedited spec files' loads come from the model cache.
+    _, texts = build_with_progress("diff", root, targets, 1, reuse=True, keep=True)
+    unchanged = {t.relative for t in targets if manifest.digest_of(t.output) == digests.text_digest(texts[t.name])}
+    if unchanged:
+        console.warn(f"inputs changed, content unchanged: {', '.join(sorted(unchanged))}; {SAME_OUTPUT_FIX}")
+    return [found for found in stale if found.file not in unchanged]
+
+
+def cmd_import(args, console) -> int:
+    from generator import user_code
+    from generator.importer import reading, round_trip, spec_writer, validation
+
+    root = args.root
+    name = args.name or reading.default_name(reading.split_target(args.target)[1])
+    if not reading.valid_spec_name(name):
+        raise errors.ImportNameError(
+            f"{name!r} cannot name a spec file: use a lower-case identifier that is not a Python keyword (--name)"
+        )
+    path = root / "spec" / f"{name}.py"
+    if path.exists() and not args.force:
+        raise errors.SpecExistsError(f"{path.relative_to(root)} exists; give --force to overwrite it or --name")
+    with progress.Progress("import") as shown:
+        shown.step(f"calling {args.target}")
+        builder, module, backend_config = reading.load_builder(args.target, root)
+        # Reading the config calls the builder's own callables (fuser methods): an exit there must not end the run.
+        with user_code.running(errors.BuilderCallError, f"reading {args.target}()", root, exceptions=False):
+            shown.step("comparing with the existing spec")
+            existing = round_trip.existing_spec(root, path)
+            unchanged = round_trip.spec_already_builds(root, existing, backend_config)
+            if not unchanged:
+                round_trip.refuse_to_drop_backends(existing, backend_config)
+                shown.step(f"reading {len(backend_config.configs)} pattern configs")
+                templates = root / "templates"
+                spec = reading.read_backend_config(name, args.target, builder, module, backend_config, templates)
+                spec = round_trip.recover(spec, existing)
+                if not args.no_compact:
+                    from generator.importer import compaction
+
+                    shown.step(f"compacting {len(spec.backend.configs)} patterns with spec/_common.py's op groups")
+                    spec = compaction.compact(spec, root)
+        if not unchanged:
+            shown.step("checking the spec regenerates")
+            _refuse_a_taken_backend_name(root, path, spec.backend)
+            text = spec_writer.spec_source(spec)
+            validation.refuse_what_regenerate_refuses(root, path, text)
+    if unchanged:
+        console.say(f"{'unchanged':9} {path.relative_to(root)}: it already builds exactly what {args.target} returns")
+        console.say(f"next: {FIX_COMMAND}")
+        return OK
+    files.write_if_changed(path, text)
+    console.say(f"{'written':9} {path.relative_to(root)}: {len(spec.backend.configs)} patterns", "green")
+    console.say(f"next: {FIX_COMMAND}")
+    return OK
+
+
+def _refuse_a_taken_backend_name(root: Path, path: Path, backend) -> None:
+    """regenerate requires backend names unique across spec/: never write a spec it would refuse."""
+    from generator.loading import loader
+
+    try:
+        others = loader.load_modules(root, exclude=path, reuse=True)  # as regenerate will load them
+    except errors.GeneratorError:
+        return  # the other spec files are broken already: regenerate names that, whatever import writes
+    for other in (b for m in others for b in m.backends):
+        taken = sorted({other.name, other.label} & {backend.name, backend.label})
+        if taken:
+            raise errors.DuplicateBackendError(
+                f"backend name {taken[0]!r} is already used by the backend at {other.location}; backend names "
+                f"must be unique across spec/, so replace that file (--name {Path(other.location.file).stem} "
+                "--force) or import into a project without it"
+            )
+
