@@ -1,11 +1,11 @@
 """The documentation says what is: its links resolve, and what the README shows of the modules and commands is true.
 
-The examples that run elsewhere: the spec reference's (docs/spec.md) and the README's quick start regenerate to
-builders equal to their expansion (tests/test_readme_spec_examples.py), the tutorial's usage snippet runs
-(docs/adding-a-backend.md, tests/test_tutorial_backend.py), and the review walkthrough's edit is the one the
-equality tests make (docs/reviewing.md, tests/test_equivalence.py). Here: every relative link of the README,
-docs/ and the READMEs of tests/ and benchmarks/; the README's usage example, module table and commands table;
-every option of every command in docs/commands.md; the tutorial's spec as docs/adding-a-backend.md shows it.
+Other examples run in the tests they belong to: the spec reference's (docs/spec.md) and the README's quick start
+regenerate to builders equal to their expansion, the tutorial's usage snippet (docs/adding-a-backend.md) runs with
+the tutorial's backend, and the review walkthrough's edit (docs/reviewing.md) is the one the equality tests make.
+Here: every relative link of the README, docs/ and the READMEs of tests/ and benchmarks/; the README's usage
+example, module table and commands table; every option of every command in docs/commands.md; the tutorial's spec
+as docs/adding-a-backend.md shows it.
 """
 
 from __future__ import annotations
