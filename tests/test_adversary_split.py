@@ -114,7 +114,7 @@ def test_a_check_failing_other_than_by_a_spec_error_leaves_a_spec_error_rendered
 
 
 def test_through_the_cli_a_misspelt_parameter_is_said_before_a_later_template_s_bug(project, capfd, monkeypatch):
-    """The README's function() with a misspelt parameter in the largest module (rendered here), and a
+    """docs/spec.md's function() with a misspelt parameter in the largest module (rendered here), and a
     template bug in one only the smallest module uses (rendered in the child): --jobs 1 and the default
     both say the misspelt parameter, the first failure in rendering order. The CLI runs in this process
     (cli.main, forking its child as a fresh one would), what reaches file descriptors 1 and 2 captured."""

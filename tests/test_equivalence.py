@@ -160,7 +160,7 @@ PT2E_RELU = '                config(aten.relu.default, weighted, observation_typ
 
 
 def declare(project, readme_mish=True):
-    """The README's example (Mish in DEFAULT_OPS) and a removal and a change in qnnpack_pt2e."""
+    """docs/adding-a-backend.md's example (Mish in DEFAULT_OPS) and a removal and a change in qnnpack_pt2e."""
     if readme_mish:
         common = project / "spec" / "_common.py"
         text = common.read_text().replace("    F,\n", "    F,\n    added,\n", 1)
@@ -186,7 +186,7 @@ def diff(project, capsys):
 
 
 def test_declared_differences_keep_the_suite_green(project, capsys):
-    """The README's "Adding an op" end to end: declared, the added op passes equality and mutation tests."""
+    """docs/adding-a-backend.md's "Adding an op" end to end: declared, the op passes equality and mutation tests."""
     declare(project)
     regenerate(project, capsys)
     builders = [b for b in discover(project) if b.reference]
@@ -242,22 +242,22 @@ def test_undeclared_and_stale_differences_fail(project_with_only, capsys):
 
 
 # ---------------------------------------------------------------------------
-# A declared change of a dtype config (README "Reviewing a spec pull request")
+# A declared change of a dtype config (docs/reviewing.md, "Reviewing a spec pull request")
 # ---------------------------------------------------------------------------
 
 QNNPACK_WEIGHT = '''qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12 = DTypeWithConstraints(
     **WEIGHT_QINT8_NEG_127_TO_127_SCALE_MIN_2_NEG_12
 )'''
-# The README's walkthrough ("Reviewing a spec pull request") declares it so:
+# The walkthrough of docs/reviewing.md ("Reviewing a spec pull request") declares it so:
 RAISED_WEIGHT = next(
     block.strip()
-    for block in re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    for block in re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "reviewing.md").read_text(), re.S)
     if block.startswith("qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12 = changed(")
 ).replace('"scale_min_lower_bound": 2**-10', '"scale_min_lower_bound": BOUND')
 
 
 def raise_qnnpack_weight_bound(project, bound: str = "2**-10", declared: bool = True) -> int:
-    """The README's walkthrough edit of spec/qnnpack.py; the line of its changed() call."""
+    """The walkthrough's edit of spec/qnnpack.py (docs/reviewing.md); the line of its changed() call."""
     spec = project / "spec" / "qnnpack.py"
     text = spec.read_text().replace("DTypeWithConstraints, Module", "DTypeWithConstraints, Module, changed", 1)
     raised = RAISED_WEIGHT.replace("BOUND", bound)
@@ -312,7 +312,7 @@ def test_a_declared_dtype_config_change_keeps_the_suite_green(project, capsys):
 def test_an_undeclared_or_stale_dtype_config_change_fails(project_with_only, capsys):
     project = project_with_only("qnnpack")  # the one spec file edited and compared
     original = (project / "spec" / "qnnpack.py").read_text()
-    raise_qnnpack_weight_bound(project, declared=False)  # the README's edit, not declared
+    raise_qnnpack_weight_bound(project, declared=False)  # the walkthrough's edit, not declared
     regenerate(project, capsys)
     qnnpack = next(b for b in discover(project) if b.id == "qnnpack")
     assert any(f.startswith("undeclared:") and "scale_min_lower_bound" in f for f in equality_failures(qnnpack))

@@ -464,7 +464,7 @@ def spec_patterns(project, name):
 def test_import_writes_op_groups_of_spec_common_where_they_build_the_same_patterns(imported):
     project, _references, _outputs = imported
     # The op groups reproduce torch's builders only while spec/_common.py says what torch
-    # does: a backend whose spec declares differences (README "Adding an op") cannot be
+    # does: a backend whose spec declares differences (docs/adding-a-backend.md, "Adding an op") cannot be
     # compacted onto them, and its import stays expanded (still proven equal above).
     declares = {b.module for b in discover(ROOT) if b.declarations}
     spec = (project / "spec" / "fbgemm.py").read_text()

@@ -1,9 +1,9 @@
-"""The README's spec reference: every example runs, and every DSL word has one.
+"""The spec reference (docs/spec.md) and the README's quick start: every example runs, and every DSL word has one.
 
 Blocks fenced as ```python spec-example are fragments of a spec file: each is laid
-between the README's `spec-prologue` and `spec-epilogue` blocks (the epilogue left out
+between docs/spec.md's `spec-prologue` and `spec-epilogue` blocks (the epilogue left out
 when the example writes its own MODULE) as a spec file of its own in one small project,
-with the README's `project-file PATH` blocks beside it. One regenerate writes them all;
+with its `project-file PATH` blocks beside it. One regenerate writes them all;
 each generated builder must then equal its example's expansion field by field, keep the
 example's number spellings, and carry the differences the example declares.
 """
@@ -22,9 +22,12 @@ from tests.builders import discover
 from tests.conftest import ROOT
 from tests.custom_backends import checks
 
-README = (ROOT / "README.md").read_text()
-BLOCKS = re.findall(r"^```python ([\w-]+)( \S+)?\n(.*?)^```", README, re.S | re.M)
-EXAMPLES = [code for tag, _, code in BLOCKS if tag == "spec-example"]
+FENCE = re.compile(r"^```python ([\w-]+)( \S+)?\n(.*?)^```", re.S | re.M)
+BLOCKS = FENCE.findall((ROOT / "docs" / "spec.md").read_text())  # the spec reference
+REFERENCE_EXAMPLES = [code for tag, _, code in BLOCKS if tag == "spec-example"]
+# ... and the README's quick start, a whole spec file between the same prologue and no epilogue
+EXAMPLES = REFERENCE_EXAMPLES + [code for tag, _, code in FENCE.findall((ROOT / "README.md").read_text())
+                                 if tag == "spec-example"]  # fmt: skip
 PROLOGUE = next(code for tag, _, code in BLOCKS if tag == "spec-prologue")
 EPILOGUE = next(code for tag, _, code in BLOCKS if tag == "spec-epilogue")
 PROJECT_FILES = {path.strip(): code for tag, path, code in BLOCKS if tag == "project-file"}
@@ -52,7 +55,7 @@ def examples(tmp_path_factory):
         (project / path).write_text(code)
     for index, example in enumerate(EXAMPLES):
         (project / "spec" / f"example_{index}.py").write_text(spec_file(index, example))
-    # importable() names a package of the project, installed as the README says (here: on sys.path);
+    # importable() names a package of the project, installed as docs/spec.md says (here: on sys.path);
     # not one of the same name another test of this process imported from its own project
     for name in [m for m in sys.modules if m == "npu_ext" or m.startswith("npu_ext.")]:
         del sys.modules[name]
@@ -70,7 +73,8 @@ def examples(tmp_path_factory):
 
 
 def test_the_readme_has_a_prologue_an_epilogue_and_examples():
-    assert len(EXAMPLES) >= 10 and "MODULE = Module(" in EPILOGUE and "from generator.dsl import" in PROLOGUE
+    assert len(REFERENCE_EXAMPLES) >= 10 and "MODULE = Module(" in EPILOGUE and "from generator.dsl import" in PROLOGUE
+    assert len(EXAMPLES) == len(REFERENCE_EXAMPLES) + 1  # the README's quick start
 
 
 @pytest.mark.parametrize("index", range(len(EXAMPLES)))
@@ -123,18 +127,18 @@ def dsl_words_used(code: str) -> set[str]:
 
 
 def test_every_dsl_word_has_a_readme_example():
-    used = set().union(*(dsl_words_used(code) for code in [*EXAMPLES, EPILOGUE]))
+    used = set().union(*(dsl_words_used(code) for code in [*REFERENCE_EXAMPLES, EPILOGUE]))
     missing = sorted(set(dsl.__all__) - used)
-    assert not missing, f"README's spec reference has no example for: {', '.join(missing)}"
+    assert not missing, f"docs/spec.md has no example for: {', '.join(missing)}"
 
 
 def test_every_config_field_has_a_readme_example():
     """config()'s keywords too: torch's field names and overrides=."""
     used = {
         node.arg
-        for code in EXAMPLES
+        for code in REFERENCE_EXAMPLES
         for node in ast.walk(ast.parse(code))
         if isinstance(node, ast.keyword)
     }
     missing = sorted(set(dsl.CONFIG_FIELDS) - used)
-    assert not missing, f"README's spec reference has no example for config(..., {', '.join(missing)}=)"
+    assert not missing, f"docs/spec.md has no example for config(..., {', '.join(missing)}=)"

@@ -51,7 +51,7 @@ def project(tmp_path_factory, tmp_path):
 def lay_over(project):
     """Add the tutorial's backend to a project copy that does not have it.
 
-    A project that already has a spec of that name (a user who followed the README's
+    A project that already has a spec of that name (a user who followed docs/adding-a-backend.md's
     "Adding a backend") loses it first, and is regenerated without it.
     """
     present = [project / "spec" / s.name for s in (FIXTURE / "spec").glob("*.py")]
@@ -168,8 +168,8 @@ def test_diff_rev_shows_a_change_to_the_new_backend(tmp_path, tmp_path_factory, 
 
 
 def readme_usage_snippet() -> str:
-    readme = (ROOT / "README.md").read_text()
-    return next(block for block in re.findall(r"```python\n(.*?)```", readme, re.S)
+    page = (ROOT / "docs" / "adding-a-backend.md").read_text()
+    return next(block for block in re.findall(r"```python\n(.*?)```", page, re.S)
                 if "from generated.my_backend import" in block)
 
 
@@ -183,7 +183,7 @@ LEFT_BEHIND_CHECK = (
 
 @pytest.fixture(scope="module")
 def readme_snippet_run(tmp_path_factory):
-    """(exit status, standard error) of the README's usage snippet, followed by LEFT_BEHIND_CHECK,
+    """(exit status, standard error) of docs/adding-a-backend.md's usage snippet, followed by LEFT_BEHIND_CHECK,
     run once per test run in a copy of the tutorial's project as a user runs it: a fresh
     interpreter in the project, default warning filters (no PYTHONWARNINGS, not pytest's)."""
 
@@ -201,7 +201,7 @@ def readme_snippet_run(tmp_path_factory):
 
 
 def test_the_readme_s_usage_snippet_runs_as_written(readme_snippet_run):
-    """README "Adding a backend": the prepare_fx snippet runs in the project as it stands there."""
+    """docs/adding-a-backend.md, "Using it": the prepare_fx snippet runs in the project as it stands there."""
     returncode, stderr = readme_snippet_run
     assert returncode == 0, stderr
 

@@ -3,7 +3,7 @@
 Every format lists every change: added and removed backends with all their
 patterns, dtype configs changed under the same name (once, by field), and each
 pattern's spec line where the expansion knows it. The JSON schema is documented
-in README.md ("diff --format json").
+in docs/reviewing.md ("JSON").
 
 When the newer side's generated/ is not what its spec says, `stale` prints that
 instead, in the same format, so that a tool reading JSON never gets prose.
