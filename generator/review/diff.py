@@ -1,7 +1,7 @@
 """Semantic diffs for reviewers: generated modules against torch, or between two versions of generated/.
 
 Both sides are built by running the builders, then compared pattern by pattern
-(`generator.review.equality.backend_diff`), so the output speaks of patterns, fields and
+(`generator.review.changes.backend_diff`), so the output speaks of patterns, fields and
 dtype configs (`fbgemm: (nn.Conv2d, nn.ReLU): dtype_configs: + ...`), not of lines.
 Each comparison is a function that yields one `BackendDiff` per backend;
 `generator.review.formats` prints them as text, Markdown or JSON.
@@ -165,7 +165,7 @@ def against_torch(root: Path, refs: list[BuilderRef], locations: dict | None = N
 
 def _against_reference(ref: BuilderRef, module, ours, theirs, locations) -> BackendDiff:
     from generator.review import divergence
-    from generator.review.equality import backend_diff
+    from generator.review.changes import backend_diff
 
     names, where = _dtype_names(module), ({}, locations.get(ref.label, {}))
     split = divergence.split_differences(ref.label, ours, theirs, ref.declarations)
@@ -197,11 +197,11 @@ def _paired_names(theirs, ours, names: dict[int, str]) -> dict[int, str]:
     reported once, by field. One that meets several (a pattern whose dtype configs
     the spec changes on purpose) gets the one whose content it has, if just one has it.
     """
-    from generator.review.equality import _configs_by_key, _dtype_config_key
+    from generator.review.identity import configs_by_key, dtype_config_key
 
-    ours_by_key = _configs_by_key(ours.configs)
+    ours_by_key = configs_by_key(ours.configs)
     met: dict[int, tuple[object, dict[str, object]]] = {}
-    for key, (_, config) in _configs_by_key(theirs.configs).items():
+    for key, (_, config) in configs_by_key(theirs.configs).items():
         mine = ours_by_key.get(key, (None, None))[1]
         if mine is None or len(mine.dtype_configs) != len(config.dtype_configs):
             continue
@@ -211,7 +211,7 @@ def _paired_names(theirs, ours, names: dict[int, str]) -> dict[int, str]:
     unique = {}
     for their_id, (their, found) in met.items():
         if len(found) > 1:
-            found = {name: our for name, our in found.items() if _dtype_config_key(our) == _dtype_config_key(their)}
+            found = {name: our for name, our in found.items() if dtype_config_key(our) == dtype_config_key(their)}
         if len(found) == 1:
             unique[their_id] = next(iter(found))
     claimed: dict[str, int] = {}
@@ -224,7 +224,7 @@ def _paired_names(theirs, ours, names: dict[int, str]) -> dict[int, str]:
 def _declared(declaration: Declaration, theirs, ours, names, where, label: str):
     """A declared difference with its reason and, for a changed pattern, the fields that change."""
     from generator.review import divergence
-    from generator.review.equality import backend_diff
+    from generator.review.changes import backend_diff
 
     key = {divergence.torch_key(declaration.key)}
     changes = backend_diff(label, divergence.only(theirs, key), divergence.only(ours, key), names, where)
@@ -235,11 +235,11 @@ def _declared(declaration: Declaration, theirs, ours, names, where, label: str):
 
 def _declared_dtype_config(declaration: Declaration, replaced):
     """A declared change of a dtype config, with the fields in which ours differ from the reference's."""
-    from generator.review.equality import _dtype_config_fields
+    from generator.review.changes import dtype_config_fields
 
     fields = {}
     for its, mine in replaced:
-        for change in _dtype_config_fields(its, mine):
+        for change in dtype_config_fields(its, mine):
             fields.setdefault(str(change), change)
     location = str(declaration.location) if declaration.location else None
     return DeclaredChange(declaration.kind, declaration.pattern, declaration.reason, location, tuple(fields.values()))
@@ -374,7 +374,7 @@ def against_revision(old: Side, new: Side, wanted: list[str]) -> Iterator:
         if label in unchanged:
             yield BackendDiff(label, "same")
             continue
-        from generator.review.equality import backend_diff
+        from generator.review.changes import backend_diff
 
         a, b = before.get(label), after.get(label)
         names = {**(a.names if a else {}), **(b.names if b else {})}
