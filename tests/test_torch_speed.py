@@ -30,7 +30,7 @@ from torch.ao.quantization.fuser_method_mappings import _sequential_wrapper2
 from generator import cli, process
 from generator.errors import UnknownTorchNameError
 from generator.model import SourceLocation
-from generator.review import callables, diff, equality
+from generator.review import callables, equality, sides
 from tests.builders import discover
 from tests.conftest import ROOT, commit_all
 from tests.fewer_specs import copy_with_only, fixture_of_projects_with_only
@@ -61,7 +61,7 @@ def counted_trials(monkeypatch) -> list:
 def _generated_x86():
     """A fresh run of generated/x86.py: its fuser methods are new function objects each time."""
     path = ROOT / "generated" / "x86.py"
-    return diff._module_from_source("generated_x86_copy", path.read_text(), str(path))
+    return sides._module_from_source("generated_x86_copy", path.read_text(), str(path))
 
 
 def test_equivalent_copies_of_fuser_methods_share_one_verdict(counted_trials) -> None:
@@ -436,12 +436,12 @@ def _in_process(capsys, project) -> str:
 
 def test_a_generated_module_is_compiled_once_per_text_and_never_served_stale(tmp_path, monkeypatch) -> None:
     compiled = []
-    monkeypatch.setattr(diff, "compile", lambda *args: compiled.append(args) or compile(*args), raising=False)
+    monkeypatch.setattr(sides, "compile", lambda *args: compiled.append(args) or compile(*args), raising=False)
     cache = tmp_path / ".cache" / "generator" / "code-generated_m.bin"
 
     def value(source: str) -> int:
-        code = diff._compiled(source, "generated/m.py", cache)
-        return diff._module_from_code("m", "generated/m.py", code).VALUE
+        code = sides._compiled(source, "generated/m.py", cache)
+        return sides._module_from_code("m", "generated/m.py", code).VALUE
 
     assert [value("VALUE = 1\n"), value("VALUE = 1\n")] == [1, 1]
     assert len(compiled) == 1  # the second run read the cache

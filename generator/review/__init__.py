@@ -12,11 +12,14 @@ Modules, each importing only those above it in this list:
   difference a `Difference`.
 - `changes`: the reviewer's per-pattern changes from one config to another (`backend_diff`).
 - `divergence`: the differences a spec declares from its reference builder, apart from the rest.
-- `diff`: building each side of a `diff` and comparing them, against a reference builder
-  (`against_torch`) or between two revisions (`against_revision`), one `BackendDiff` per backend.
+- `sides`: each side of a `diff` built: the working tree or a git revision (`Side`), its
+  generated modules and backends, its spec lines, whether its generated/ is stale, and the
+  generated builders with their reference builders (`load_builders`).
+- `diff`: the comparisons, against a reference builder (`against_torch`) or between two
+  revisions (`against_revision`), one `BackendDiff` per backend.
 - `formats`: how the results print (text, Markdown, JSON).
-`identity`, `callables`, `equality`, `changes` and `divergence` import torch; `diff` imports it only
-inside the functions that build configs; `results` and `formats` never do.
+`identity`, `callables`, `equality`, `changes` and `divergence` import torch; `sides` and `diff`
+import it only inside the functions that build configs; `results` and `formats` never do.
 
 May import: the base modules, `generator.loading`, `generator.freshness` and `generator.build`.
 """
