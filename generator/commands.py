@@ -242,14 +242,14 @@ SAME_OUTPUT_FIX = f"regenerate updates only {manifest.PATH.as_posix()}"
 
 
 def cmd_diff(args, console) -> int:
-    from generator.review import diff, formats
+    from generator.review import diff, formats, sides
 
     root = args.root
     if args.against_torch:
         # The stale notice comes first, but its title names the reference, which the spec says.
-        refs, locations = diff.load_builders(root, args.backends)
-        old, new = diff.reference_title(refs), "generated"
-        if _stale_notice(diff.Side(root, None), args.format, old, new, console):
+        refs, locations = sides.load_builders(root, args.backends)
+        old, new = sides.reference_title(refs), "generated"
+        if _stale_notice(sides.Side(root, None), args.format, old, new, console):
             return DIFFERENT
         with progress.Progress("diff") as shown:
             compared = [ref.label for ref in refs if ref.reference is not None]
@@ -259,15 +259,15 @@ def cmd_diff(args, console) -> int:
             for result in diff.against_torch(root, refs, locations):
                 advance(result.backend)
                 results.append(result)
-        uncompared = diff.unreferenced(refs)
+        uncompared = sides.unreferenced(refs)
         if not results:  # nothing has a reference: say so, and that is no difference
             console.out.write(formats.render(args.format, results, old, new, uncompared))
             return OK
     else:
         uncompared = []
-        old_side, new_side = diff.parse_revisions(root, args.rev)
+        old_side, new_side = sides.parse_revisions(root, args.rev)
         for side in (old_side, new_side):
-            diff.require_generated(side)
+            sides.require_generated(side)
         old, new = old_side.title, new_side.title
         if _stale_notice(new_side, args.format, old, new, console):
             return DIFFERENT
@@ -283,9 +283,9 @@ def _stale_notice(side, fmt: str, old: str, new: str, console) -> bool:
 
     A diff of such a generated/ would mislead: it would not show the spec's change.
     """
-    from generator.review import diff, formats
+    from generator.review import formats, sides
 
-    stale = diff.stale_files(side)
+    stale = sides.stale_files(side)
     if stale and side.revision is None:
         stale = _content_changes(side.root, stale, console)
     if not stale:

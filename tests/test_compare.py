@@ -43,18 +43,17 @@ from torch.ao.quantization.fuser_method_mappings import (
 from torch.ao.quantization.utils import MatchAllNode
 
 from generator.build.torch_names import describe_pattern
+from generator.review.callables import callables_match
+from generator.review.changes import diff_backend_configs
 from generator.review.equality import (
     CALLABLE_FIELDS,
-    CONSTRAINT_FIELDS,
     DICT_FIELDS,
-    DTYPE_CONFIG_FIELDS,
     DTYPE_SIDES,
     PATTERN_FIELDS,
-    callables_match,
     compare_backend_configs,
     compare_pattern_configs,
-    diff_backend_configs,
 )
+from generator.review.identity import CONSTRAINT_FIELDS, DTYPE_CONFIG_FIELDS
 from tests.builders import REFERENCED
 
 # Every reference builder (torch's), each compared with itself and mutated.

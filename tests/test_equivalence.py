@@ -19,7 +19,8 @@ from torch.ao.quantization.backend_config import BackendConfig, DTypeConfig
 
 from generator import cli
 from generator.review.divergence import split_differences, torch_key
-from generator.review.equality import _pattern_key, compare_pattern_configs
+from generator.review.equality import compare_pattern_configs
+from generator.review.identity import pattern_key
 from tests.builders import BUILDERS, GENERATED_MODULES, REFERENCED, _module_from_file, discover
 from tests.conftest import ROOT
 from tests.fewer_specs import fixture_of_projects_with_only
@@ -78,9 +79,9 @@ def test_dict_builder_equals_the_reference_s(builder):
 def _config_dict_keys(as_dict, config: BackendConfig, declared: set) -> dict:
     """{pattern key: the keys of its config dict}, outside the declared patterns."""
     return {
-        _pattern_key(c): d.keys()
+        pattern_key(c): d.keys()
         for c, d in zip(config.configs, as_dict["configs"], strict=True)
-        if _pattern_key(c) not in declared
+        if pattern_key(c) not in declared
     }
 
 
@@ -121,8 +122,8 @@ def paired_patterns(builder):
     the counts, since a mutation test over unpaired patterns would prove nothing.
     """
     declared = {torch_key(d.key) for d in builder.declarations}
-    ours = {_pattern_key(c): c for c in builder.ours()().configs if _pattern_key(c) not in declared}
-    theirs = {_pattern_key(c): c for c in builder.theirs()().configs if _pattern_key(c) not in declared}
+    ours = {pattern_key(c): c for c in builder.ours()().configs if pattern_key(c) not in declared}
+    theirs = {pattern_key(c): c for c in builder.theirs()().configs if pattern_key(c) not in declared}
     unpaired = sorted(str(k) for k in ours.keys() ^ theirs.keys())
     assert not unpaired, (
         f"{builder.id}: {len(ours)} patterns against the reference's {len(theirs)} outside the "

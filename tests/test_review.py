@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from generator import cli
-from generator.review import diff
+from generator.review import diff, sides
 from tests.conftest import GIT, commit_all, git
 from tests.fewer_specs import copy_with_only
 from tests.shared_builds import computed_once, worker_copy
@@ -110,19 +110,19 @@ def run(capsys, project, *args):
 
 
 def counted_run(capsys, project, *args) -> tuple[tuple[int, str, str], list[str]]:
-    """run(...), and the generated modules it built (diff._module_from_source), in order."""
+    """run(...), and the generated modules it built (sides._module_from_source), in order."""
     built = []
-    real = diff._module_from_source
+    real = sides._module_from_source
 
     def counting(name, source, filename):
         built.append(name)
         return real(name, source, filename)
 
-    diff._module_from_source = counting
+    sides._module_from_source = counting
     try:
         return run(capsys, project, *args), built
     finally:
-        diff._module_from_source = real
+        sides._module_from_source = real
 
 
 @pytest.fixture

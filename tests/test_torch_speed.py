@@ -30,7 +30,7 @@ from torch.ao.quantization.fuser_method_mappings import _sequential_wrapper2
 from generator import cli, process
 from generator.errors import UnknownTorchNameError
 from generator.model import SourceLocation
-from generator.review import diff, equality
+from generator.review import callables, equality, sides
 from tests.builders import discover
 from tests.conftest import ROOT, commit_all
 from tests.fewer_specs import copy_with_only, fixture_of_projects_with_only
@@ -45,23 +45,23 @@ project_with_only = fixture_of_projects_with_only()
 @pytest.fixture
 def counted_trials(monkeypatch) -> list:
     """Every behavioural trial of fuser methods the comparator runs, from an empty verdict cache."""
-    monkeypatch.setattr(equality, "_BEHAVIOUR_VERDICTS", {})
-    monkeypatch.setattr(equality, "_REPRESENTATIVES", {})
+    monkeypatch.setattr(callables, "_BEHAVIOUR_VERDICTS", {})
+    monkeypatch.setattr(callables, "_REPRESENTATIVES", {})
     trials = []
-    real = equality._fuser_behaviour_difference
+    real = callables._fuser_behaviour_difference
 
     def counted(ours, theirs, config):
         trials.append((ours, theirs))
         return real(ours, theirs, config)
 
-    monkeypatch.setattr(equality, "_fuser_behaviour_difference", counted)
+    monkeypatch.setattr(callables, "_fuser_behaviour_difference", counted)
     return trials
 
 
 def _generated_x86():
     """A fresh run of generated/x86.py: its fuser methods are new function objects each time."""
     path = ROOT / "generated" / "x86.py"
-    return diff._module_from_source("generated_x86_copy", path.read_text(), str(path))
+    return sides._module_from_source("generated_x86_copy", path.read_text(), str(path))
 
 
 def test_equivalent_copies_of_fuser_methods_share_one_verdict(counted_trials) -> None:
@@ -90,7 +90,7 @@ def test_same_bytecode_with_other_globals_gets_its_own_verdict(counted_trials, r
     right = _with_globals(_fuse_conv_relu)
     wrong = _with_globals(_fuse_conv_relu, nni=types.SimpleNamespace(ConvReLU1d=nni.ConvReLU2d))
     order = [right, wrong] if right_first else [wrong, right]
-    verdicts = {id(f): equality.callables_match("fuser_method", f, theirs, config) for f in order}
+    verdicts = {id(f): callables.callables_match("fuser_method", f, theirs, config) for f in order}
     assert verdicts[id(right)] == (True, "same behaviour")
     assert verdicts[id(wrong)][0] is False
     assert len(counted_trials) == 2
@@ -103,7 +103,7 @@ def test_trials_seed_only_the_cpu_generator(monkeypatch) -> None:
     stacks = []
     monkeypatch.setattr(traceback, "format_stack", lambda *args: stacks.append(args) or [])
     state = torch.get_rng_state()
-    assert equality._fuser_behaviour_difference(_fuse_conv_relu, _sequential_wrapper2(nni.ConvReLU1d), config) is None
+    assert callables._fuser_behaviour_difference(_fuse_conv_relu, _sequential_wrapper2(nni.ConvReLU1d), config) is None
     assert stacks == []
     assert torch.equal(torch.get_rng_state(), state)  # the caller's random state is left as it was
 
@@ -436,12 +436,12 @@ def _in_process(capsys, project) -> str:
 
 def test_a_generated_module_is_compiled_once_per_text_and_never_served_stale(tmp_path, monkeypatch) -> None:
     compiled = []
-    monkeypatch.setattr(diff, "compile", lambda *args: compiled.append(args) or compile(*args), raising=False)
+    monkeypatch.setattr(sides, "compile", lambda *args: compiled.append(args) or compile(*args), raising=False)
     cache = tmp_path / ".cache" / "generator" / "code-generated_m.bin"
 
     def value(source: str) -> int:
-        code = diff._compiled(source, "generated/m.py", cache)
-        return diff._module_from_code("m", "generated/m.py", code).VALUE
+        code = sides._compiled(source, "generated/m.py", cache)
+        return sides._module_from_code("m", "generated/m.py", code).VALUE
 
     assert [value("VALUE = 1\n"), value("VALUE = 1\n")] == [1, 1]
     assert len(compiled) == 1  # the second run read the cache

@@ -17,8 +17,8 @@ import os
 import sys
 from pathlib import Path
 
-from generator.errors import NotImportableError
 from generator.build.expansion import ExpandedModule, torch_refs
+from generator.errors import NotImportableError
 
 
 def require_importable_anywhere(modules: list[ExpandedModule]) -> None:

@@ -19,12 +19,12 @@ import contextlib
 from pathlib import Path
 
 from generator import digests, dsl
-from generator.freshness import manifest, planning
+from generator.build.expansion import ExpandedModule
+from generator.build.output_check import module_bindings
 from generator.dsl import at_argument
 from generator.errors import NameClashError
-from generator.build.expansion import ExpandedModule
+from generator.freshness import manifest, planning
 from generator.model import SourceLocation
-from generator.build.output_check import module_bindings
 
 _BUILTINS = frozenset(dir(builtins))
 # generated/ files that are the package's own, whatever a spec says.

@@ -14,14 +14,14 @@ from pathlib import Path
 
 from generator import digests, process
 from generator.build import check_memo, formatting, naming, rendering, resolution
-from generator.loading import loader
-from generator.errors import GeneratorError
 from generator.build.expansion import ExpandedModule, check_dtype_config_declarations, expand_module
 from generator.build.formatting import Formatter
 from generator.build.matrix import support_matrix
 from generator.build.output_check import check_module
-from generator.freshness.planning import Target
 from generator.build.rendering import render_matrix, render_module
+from generator.errors import GeneratorError
+from generator.freshness.planning import Target
+from generator.loading import loader
 
 
 def load(root: Path, validate: bool, reuse: bool = False, cache_of: Path | None = None) -> list[ExpandedModule]:

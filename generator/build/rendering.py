@@ -16,17 +16,17 @@ from pathlib import Path
 import jinja2
 import jinja2.meta
 
-from generator.errors import SpecFieldError, TemplateRenderError
 from generator.build.expansion import ExpandedModule, torch_refs
 from generator.build.formatting import BLOCK_MARKER, ENTRY_MARKER
 from generator.build.matrix import SupportMatrix
+from generator.build.template_cache import TemplateBytecodeCache
+from generator.errors import SpecFieldError, TemplateRenderError
 from generator.model import (
     DEFAULT_OBSERVATION_TYPE,
     FunctionDef,
     SourceLocation,
 )
 from generator.spelling import bound_source, docstring, import_lines, python_source
-from generator.build.template_cache import TemplateBytecodeCache
 
 
 @functools.cache

@@ -122,10 +122,10 @@ class _Templates:
         hint = f"{value.__name__} {label}".lower()
         templates = sorted(self.names, key=lambda t: (-sum(word in hint for word in t.split("_")), t))
         candidates = [c for c in self._candidates(templates, objects) if self._same_signature(c, value)]
-        from generator.review.equality import _equivalent_functions, callables_match
+        from generator.review.callables import callables_match, equivalent_functions
 
         for _template, group in itertools.groupby(candidates, key=lambda c: c[0]):
-            equivalent = [c for c in group if _equivalent_functions(self._function(c), value, depth=0)]
+            equivalent = [c for c in group if equivalent_functions(self._function(c), value)]
             if equivalent:
                 # Parameters that only rename locals (with_bn in an extra-inputs getter) leave the
                 # code equivalent: keep the rendering that reads most like the function's source.

@@ -46,7 +46,7 @@ def is_made(value) -> bool:
 
 def made_call(value, attribute: str, config) -> model.Call:
     """The call that makes `value`, proven to make an equal callable; CannotName otherwise."""
-    from generator.review.equality import callables_match
+    from generator.review.callables import callables_match
 
     call = _call(value, depth=0)
     try:

@@ -1,9 +1,25 @@
 """Review: generated builders compared, field by field, with torch's or another revision's.
 
-Owns the equality proof of two BackendConfigs (`equality`), the differences a
-spec declares from its reference builder (`divergence`), the per-backend records
-`diff` reports (`results`), building each side and comparing them (`diff`), and
-how the results print (`formats`).
+Modules, each importing only those above it in this list:
+- `results`: the per-backend records a diff reports (`BackendDiff`, `PatternChange`, ...).
+- `identity`: what counts as the same across two configs: exact sameness of plain values
+  (`same`), the key a pattern config is matched by (`pattern_key`, `configs_by_key`) and a
+  dtype config's content key (`dtype_config_key`).
+- `callables`: when two callables (fuser methods, node getters) are interchangeable:
+  identical, equivalent code (`equivalent_functions`), or the same behaviour in trial calls
+  on real modules (`callables_match`, one verdict kept per pair and pattern).
+- `equality`: the equality proof of two BackendConfigs (`compare_backend_configs`), every
+  difference a `Difference`.
+- `changes`: the reviewer's per-pattern changes from one config to another (`backend_diff`).
+- `divergence`: the differences a spec declares from its reference builder, apart from the rest.
+- `sides`: each side of a `diff` built: the working tree or a git revision (`Side`), its
+  generated modules and backends, its spec lines, whether its generated/ is stale, and the
+  generated builders with their reference builders (`load_builders`).
+- `diff`: the comparisons, against a reference builder (`against_torch`) or between two
+  revisions (`against_revision`), one `BackendDiff` per backend.
+- `formats`: how the results print (text, Markdown, JSON).
+`identity`, `callables`, `equality`, `changes` and `divergence` import torch; `sides` and `diff`
+import it only inside the functions that build configs; `results` and `formats` never do.
 
 May import: the base modules, `generator.loading`, `generator.freshness` and `generator.build`.
 """

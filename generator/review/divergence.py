@@ -24,6 +24,7 @@ from generator.build.expansion import Declaration
 from generator.errors import ReferenceBuilderError
 from generator.model import Pattern, TorchRef
 from generator.review import equality
+from generator.review.identity import dtype_config_key, pattern_key
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,8 @@ def split_differences(
 ) -> Split:
     """Compare `ours` with `theirs` outside the declared patterns, and check each declaration happens."""
     keys = {d: torch_key(d.key) for d in declarations if not d.of_dtype_config}
-    ours_by_key = {equality._pattern_key(c): c for c in ours.configs}
-    theirs_by_key = {equality._pattern_key(c): c for c in theirs.configs}
+    ours_by_key = {pattern_key(c): c for c in ours.configs}
+    theirs_by_key = {pattern_key(c): c for c in theirs.configs}
     happened, stale = [], []
     for declaration, key in keys.items():
         problem = _stale_reason(declaration.kind, ours_by_key.get(key), theirs_by_key.get(key), label)
@@ -61,7 +62,7 @@ def split_differences(
     reference, replaced = with_declared_dtype_configs(ours, theirs, declarations)
     for declaration in (d for d in declarations if d.of_dtype_config):
         pairs = replaced.get(declaration, ())
-        if any(equality._dtype_config_key(mine) != equality._dtype_config_key(its) for its, mine in pairs):
+        if any(dtype_config_key(mine) != dtype_config_key(its) for its, mine in pairs):
             happened.append(declaration)
             continue
         problem = "it equals the reference's, field by field" if pairs else "the reference has none in its place"
@@ -82,8 +83,8 @@ def with_declared_dtype_configs(ours: BackendConfig, theirs: BackendConfig, decl
     declarations then sees ours there, so only undeclared differences remain.
     Returns (that reference, {declaration: ((reference's, ours), ...)}).
     """
-    ours_by_key = {equality._pattern_key(c): c for c in ours.configs}
-    theirs_by_key = {equality._pattern_key(c): c for c in theirs.configs}
+    ours_by_key = {pattern_key(c): c for c in ours.configs}
+    theirs_by_key = {pattern_key(c): c for c in theirs.configs}
     lists: dict[object, list] = {}
     replaced: dict[Declaration, list] = {}
     for declaration in (d for d in declarations if d.of_dtype_config):
@@ -99,7 +100,7 @@ def with_declared_dtype_configs(ours: BackendConfig, theirs: BackendConfig, decl
         return theirs, {}
     configs = []
     for config in theirs.configs:
-        key = equality._pattern_key(config)
+        key = pattern_key(config)
         if key in lists:
             config = copy.copy(config)  # the reference's own config stays as built
             config.dtype_configs = lists[key]
@@ -127,13 +128,13 @@ def _stale_reason(kind: str, ours: BackendPatternConfig | None, theirs: BackendP
 
 def without(config: BackendConfig, keys: set) -> BackendConfig:
     """A BackendConfig of the same name with the patterns of `keys` left out (the configs are shared)."""
-    kept = [c for c in config.configs if equality._pattern_key(c) not in keys]
+    kept = [c for c in config.configs if pattern_key(c) not in keys]
     return BackendConfig(config.name).set_backend_pattern_configs(kept)
 
 
 def only(config: BackendConfig, keys: set) -> BackendConfig:
     """A BackendConfig of the same name with only the patterns of `keys`."""
-    kept = [c for c in config.configs if equality._pattern_key(c) in keys]
+    kept = [c for c in config.configs if pattern_key(c) in keys]
     return BackendConfig(config.name).set_backend_pattern_configs(kept)
 
 

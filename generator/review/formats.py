@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 
-from generator.review.diff import WORKING_TREE
 from generator.review.results import BackendDiff, FieldChange, PatternChange
+from generator.review.sides import WORKING_TREE
 
 FORMATS = ("text", "markdown", "json")
 
@@ -28,7 +28,7 @@ STATES = {"missing": "missing", "stale": "stale", "edited": "edited by hand"}
 
 
 def stale(fmt: str, files: list, old: str, new: str, fix: str) -> str:
-    """The stale notice: `files` are `reviewing.StaleFile`s of side `new`; `fix` is the command that fixes them."""
+    """The stale notice: `files` are `sides.StaleFile`s of side `new`; `fix` is the command that fixes them."""
     where = "generated/ is out of date with spec/" + ("" if new == WORKING_TREE else f" at {new}")
     if fmt == "json":
         listed = [{"file": f.file, "state": f.state, "reasons": list(f.reasons)} for f in files]

@@ -20,7 +20,7 @@ from torch.ao.quantization.quantize_fx import convert_to_reference_fx, fuse_fx, 
 
 from generator.importer import factories
 from generator.model import CONSTRAINT_BOUNDS, Call, FunctionDef, TorchRef
-from generator.review import equality
+from generator.review import callables
 from generator.review.divergence import torch_key
 
 # ---------------------------------------------------------------------------
@@ -93,7 +93,7 @@ def _pattern_differences(got, want, module):
     for field, value in expected.items():
         actual = getattr(got, field)
         if isinstance(value, Made):  # a fresh closure or partial: equal by code, arguments and closure
-            same = equality.equivalent_functions(actual, value.made)
+            same = callables.equivalent_functions(actual, value.made)
         else:
             same = actual == value if isinstance(value, dict | tuple | str) else actual is value
         if not same:

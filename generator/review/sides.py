@@ -1,0 +1,508 @@
+"""The two sides of a `diff`: what each one builds, and where its spec writes each pattern.
+
+A side of a revision diff is the working tree or a git revision (`Side`,
+`parse_revisions`). Its backends are found in its generated modules (every
+`get_*_backend_config` they export, `side_backends`), and its patterns are traced
+to spec lines by loading that side's spec (`spec_locations`, found in a child
+process by `locations_of`). Against a reference builder, one side is the
+generated builders the spec names (`BuilderRef`, `load_builders`), each built
+from its generated module (`import_generated`, compiled once per text).
+
+Before comparing, the newer side's generated/ is checked against that side's own
+spec (`stale_files`): in the working tree as `check` does, at a revision from
+the revision's manifest and files, without executing its spec.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+import types
+from dataclasses import dataclass
+from importlib.util import MAGIC_NUMBER
+from pathlib import Path
+
+from generator import digests, process, user_code
+from generator.build.expansion import Declaration, expand_backend
+from generator.errors import (
+    GeneratedModuleError,
+    GeneratorError,
+    GitError,
+    NothingToCompareError,
+    UnknownBackendError,
+)
+from generator.freshness import manifest, planning
+from generator.loading import compiled
+from generator.model import Backend, ModuleSpec, SourceLocation
+
+WORKING_TREE = "working tree"
+
+
+@dataclass(frozen=True)
+class Side:
+    """generated/ in the working tree (revision None) or at a git revision."""
+
+    root: Path
+    revision: str | None
+
+    @property
+    def title(self) -> str:
+        return self.revision or WORKING_TREE
+
+    def module_names(self) -> list[str]:
+        if self.revision is None:
+            return sorted(p.stem for p in (self.root / "generated").glob("*.py") if not p.name.startswith("_"))
+        try:
+            listed = _git(self.root, "ls-tree", "--full-tree", "--name-only", self.path("generated"))
+        except GitError:
+            return []  # the revision exists (require_generated checked) but has no generated/
+        return sorted(n[:-3] for n in listed.split() if n.endswith(".py") and not n.startswith("_"))
+
+    def source(self, module: str) -> str:
+        if self.revision is None:
+            return digests.lenient_text(self.root / "generated" / f"{module}.py")
+        return _git(self.root, "show", self.path(f"generated/{module}.py"))
+
+    def sources(self) -> dict[str, str]:
+        """The source of every generated module, by module name (at a revision, read by one git process)."""
+        names = self.module_names()
+        if self.revision is None:
+            return {name: self.source(name) for name in names}
+        return dict(zip(names, _git_blobs(self.root, [self.path(f"generated/{name}.py") for name in names])))
+
+    def path(self, relative: str) -> str:
+        """`REV:./relative`: a project path at the revision, wherever the project sits in its repository.
+
+        `./` makes git read the path from the project root (the folder `git -C`
+        runs in), not from the repository's top level: the project may be a
+        subfolder of a bigger repository (a monorepo, vendor/backend-configs/).
+        """
+        return f"{self.revision}:./{relative}"
+
+
+@dataclass(frozen=True)
+class SideBackend:
+    """A backend as one side builds it."""
+
+    label: str
+    name: str
+    module: str
+    config: object  # torch's BackendConfig
+    names: dict[int, str]  # id(dtype config) -> its name in the module
+
+
+def parse_revisions(root: Path, rev: str | None) -> tuple[Side, Side]:
+    """`A..B`: A against B; `REV`: REV against the working tree; None: HEAD against the working tree."""
+    if rev is None:
+        return Side(root, "HEAD"), Side(root, None)
+    if not rev or "..." in rev or rev.count("..") > 1:
+        raise GitError(f"--rev takes a revision REV or a range A..B, not {rev!r}")
+    if ".." in rev:
+        old, _, new = rev.partition("..")
+        return Side(root, old or "HEAD"), Side(root, new or "HEAD")
+    return Side(root, rev), Side(root, None)
+
+
+def require_generated(side: Side) -> None:
+    """A side without generated modules leaves nothing to compare."""
+    if side.revision is not None:
+        try:
+            _git(side.root, "rev-parse", "--verify", "--quiet", f"{side.revision}^{{commit}}")
+        except GitError:
+            raise GitError(_why_no_revision(side)) from None
+    if not side.module_names():
+        where = f"{side.revision} has" if side.revision else f"{side.root} has"
+        raise NothingToCompareError(f"nothing to compare: {where} no generated modules in generated/")
+
+
+def _why_no_revision(side: Side) -> str:
+    """What is wrong when a side's revision is not found: no repository, no commit yet, or the name."""
+    try:
+        _git(side.root, "rev-parse", "--git-dir")
+    except GitError:
+        return f"{side.root} is in no git repository, so there is no {side.revision}; diff needs a git checkout"
+    try:
+        _git(side.root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    except GitError:
+        return f"the git repository at {side.root} has no commit yet, so there is no {side.revision}; commit first"
+    return f"{side.revision} is not a revision of the git repository at {side.root}"
+
+
+def _git(root: Path, *args: str) -> str:
+    result = subprocess.run(["git", "-C", str(root), *args], capture_output=True, encoding="utf-8", errors="replace")
+    if result.returncode != 0:
+        message = result.stderr.strip().splitlines()
+        raise GitError(f"git {' '.join(args)} failed: {message[0] if message else 'unknown revision'}")
+    return result.stdout
+
+
+def _git_blobs(root: Path, objects: list[str]) -> list[str]:
+    """The text of each object (`REV:path`), read by one git process rather than one each."""
+    done = subprocess.run(
+        ["git", "-C", str(root), "cat-file", "--batch"], input="".join(f"{o}\n" for o in objects).encode(),
+        capture_output=True,
+    )
+    texts, data = [], done.stdout
+    for wanted in objects:
+        header, _, data = data.partition(b"\n")
+        parts = header.split()
+        if done.returncode != 0 or len(parts) != 3 or parts[1] != b"blob":
+            raise GitError(f"git cat-file could not read {wanted}")
+        size = int(parts[2])
+        texts.append(data[:size].decode("utf-8", errors="replace"))  # a non-UTF-8 file is no generated module
+        data = data[size + 1 :]
+    return texts
+
+
+def locations_of(side: Side, wanted: bool) -> process.Forked:
+    """The side's spec lines (`_side_locations`), found in a child process; none when not `wanted`."""
+    return process.Forked(_side_locations, side) if wanted else process.Forked(dict, fork=False)
+
+
+def side_backends(side: Side, sources: dict[str, str], skipped: set[str]) -> dict[str, SideBackend]:
+    """Every backend the side's generated modules build, by label, but for the `skipped` modules."""
+    found = {}
+    for module_name, source in sources.items():
+        if module_name in skipped:
+            continue
+        if not source.startswith(digests.GENERATED_LINE):
+            continue  # a file of the user's own in generated/: not a module to compare
+        where = f"generated/{module_name}.py" + (f" at {side.revision}" if side.revision else "")
+        with user_code.running(GeneratedModuleError, where, side.root, SourceLocation(where, 1)):
+            try:
+                module = _module_from_source(f"generated_{module_name}", source, where)
+            except Exception as error:
+                revision = f"{side.revision}:" if side.revision else ""
+                raise GeneratedModuleError(
+                    f"{revision}generated/{module_name}.py fails to import: {type(error).__name__}: {error}; "
+                    f"compare other revisions, or regenerate and commit at {side.title}"
+                ) from None
+        names = dtype_names(module)
+        for function in getattr(module, "__all__", vars(module)):
+            if function.startswith("get_") and function.endswith("_backend_config"):
+                with user_code.running(GeneratedModuleError, f"{where}: {function}()", side.root):
+                    config = getattr(module, function)()
+                label = Backend(config.name, function, "", ()).label
+                found[label] = SideBackend(label, config.name, module_name, config, names)
+    return found
+
+
+def _side_locations(side: Side) -> dict[str, dict[str, str]]:
+    if side.revision is None:  # the working tree: its unchanged spec files' loads are in the model cache
+        return spec_locations(side.root, reuse=True)
+    with tempfile.TemporaryDirectory(prefix="generator-review-") as folder:
+        if not _extract(side, Path(folder), ("spec",)):
+            return {}  # the revision has no spec/: its patterns keep no spec lines
+        # A revision's spec file that reads what a kept load read (most of them, after a one-file edit)
+        # is not executed again either.
+        return spec_locations(Path(folder), reuse=True, cache_of=side.root)
+
+
+def _extract(side: Side, folder: Path, paths: tuple[str, ...]) -> bool:
+    """Write the revision's files under the given top-level paths into `folder`; False when it has none."""
+    # --full-tree: in a subfolder of the repository, ls-tree would otherwise also filter by that subfolder.
+    try:
+        top = _git(side.root, "ls-tree", "--full-tree", "--name-only", side.path("")).splitlines()
+    except GitError:
+        return False  # the project's folder did not exist at that revision
+    present = [p for p in paths if p in top]
+    if not present:
+        return False
+    archive = subprocess.run(
+        ["git", "-C", str(side.root), "archive", "--format=tar", side.revision, *present], capture_output=True
+    )
+    if archive.returncode != 0:
+        return False
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(folder, filter=_links_as_committed)
+    except tarfile.TarError as error:
+        raise GitError(f"cannot check out {side.revision}'s {', '.join(present)}: {error}") from None
+    return True
+
+
+def _links_as_committed(member: tarfile.TarInfo, destination: str) -> tarfile.TarInfo:
+    """tarfile's "data" filter, except that a symlink pointing outside (e.g. to an absolute path)
+    is made as committed: the working tree follows the same link, and spec code runs anyway."""
+    try:
+        return tarfile.data_filter(member, destination)
+    except (tarfile.AbsoluteLinkError, tarfile.LinkOutsideDestinationError):
+        if member.issym():
+            return member
+        raise
+
+
+# ---------------------------------------------------------------------------
+# Generated modules, as a diff runs them
+# ---------------------------------------------------------------------------
+
+
+def import_generated(root: Path, name: str) -> types.ModuleType:
+    """The working tree's generated/NAME.py, run as a fresh module (its code compiled once per text)."""
+    path = root / "generated" / f"{name}.py"
+    if not path.exists():
+        raise NothingToCompareError(f"nothing to compare: generated/{name}.py does not exist")
+    try:
+        code = _compiled(path.read_text(encoding="utf-8"), str(path), code_cache(root, name))
+        return _module_from_code(f"generated.{name}", str(path), code)
+    except Exception as error:
+        raise GeneratedModuleError(f"generated/{name}.py fails to import: {type(error).__name__}: {error}") from None
+
+
+def _module_from_source(name: str, source: str, filename: str) -> types.ModuleType:
+    """Run a generated module's source as a fresh module (not cached in sys.modules)."""
+    return _module_from_code(name, filename, compile(source, filename, "exec"))
+
+
+def _module_from_code(name: str, filename: str, code: types.CodeType) -> types.ModuleType:
+    module = types.ModuleType(name)
+    module.__file__ = filename
+    exec(code, vars(module))  # noqa: S102 - our own generated code
+    return module
+
+
+def _compiled(source: str, filename: str, cache: Path) -> types.CodeType:
+    """The module's code; kept in `cache` with a digest of the text, the file name and the Python that
+    compiled it, and a checksum: compiling every generated module takes a tenth of a second, and the
+    same ones are compared run after run. An entry of another text, another Python, or corrupt is
+    compiled again, so the cache can make a diff faster, never different."""
+    key = hashlib.sha256(f"{sys.version}\0{MAGIC_NUMBER.hex()}\0{filename}\0{source}".encode()).digest()
+    return compiled.cached(cache, key, lambda: compile(source, filename, "exec"))
+
+
+def code_cache(root: Path, module: str) -> Path:
+    """Where generated/MODULE.py is kept compiled for diff --against-torch (see `_compiled`)."""
+    return root / ".cache" / "generator" / f"code-generated_{module}.bin"
+
+
+def dtype_names(module: types.ModuleType) -> dict[int, str]:
+    """{id(dtype config): its name} of the dtype configs a generated module assigns to names."""
+    from torch.ao.quantization.backend_config import DTypeConfig
+
+    return {id(value): name for name, value in vars(module).items() if isinstance(value, DTypeConfig)}
+
+
+# ---------------------------------------------------------------------------
+# Reference builders: the generated builders the spec names, and what each is compared with
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BuilderRef:
+    """One generated builder: its module, function name, reference builder and declared differences."""
+
+    label: str
+    module: str
+    function: str
+    reference: str | None  # the reference builder's dotted path
+    declarations: tuple[Declaration, ...] = ()
+    location: SourceLocation | None = None
+
+
+def builders(modules: list[ModuleSpec], wanted: list[str]) -> list[BuilderRef]:
+    """The builders of the given spec modules, filtered by label, BackendConfig name or module name."""
+    found = [(_builder_ref(m, b), b.name) for m in modules for b in m.backends]
+    chosen = choose(wanted, [(ref.label, {ref.label, name, ref.module}) for ref, name in found])
+    return [ref for ref, _ in found if ref.label in chosen]
+
+
+def choose(wanted: list[str], known: list[tuple[str, set[str]]]) -> set[str]:
+    """The labels that the wanted names select (all when none is wanted); each name may be any of a backend's."""
+    if not wanted:
+        return {label for label, _ in known}
+    unknown = set(wanted) - {name for _, names in known for name in names}
+    if unknown:
+        choices = ", ".join(sorted({label for label, _ in known}))
+        raise UnknownBackendError(f"unknown backend(s) {', '.join(sorted(unknown))}; choose from {choices}")
+    return {label for label, names in known if names & set(wanted)}
+
+
+def _builder_ref(module: ModuleSpec, backend: Backend) -> BuilderRef:
+    declarations = expand_backend(backend).declarations
+    location = backend.reference_location or backend.location  # where a failing reference is named
+    return BuilderRef(backend.label, module.name, backend.builder, backend.reference, declarations, location)
+
+
+def load_builders(root: Path, wanted: list[str]) -> tuple[list[BuilderRef], dict[str, dict[str, str]]]:
+    """The spec's `builders` and `spec_locations`, for `against_torch`.
+
+    The spec runs in a child process (generator.process) while this one imports
+    torch, which comparing the builders needs: both take a while. Not when
+    generated/ is stale, or in doubt: the diff then only says so, without torch;
+    nor when torch is imported already: the spec then runs here.
+    """
+    with process.Forked(_builders_and_locations, root, wanted, fork="torch" not in sys.modules) as loading:
+        try:
+            fresh = not stale_files(Side(root, None))
+        except GeneratorError:  # said in its turn, after the spec's own errors
+            fresh = False
+        if fresh and _may_name_a_reference(root, wanted):
+            _import_torch()
+        return loading.result()
+
+
+def _may_name_a_reference(root: Path, wanted: list[str]) -> bool:
+    """Whether a spec file could give a wanted backend a reference builder (`reference=`): only then is
+    torch worth importing ahead. A guess from the text, only for speed: comparing imports what it needs."""
+    try:
+        texts = [path.read_text(encoding="utf-8", errors="replace") for path in sorted((root / "spec").rglob("*.py"))]
+    except OSError:
+        return True
+    naming = [text for text in texts if any(name in text for name in wanted)]
+    return any(_REFERENCE.search(text) for text in (naming if wanted and naming else texts))
+
+
+_REFERENCE = re.compile(r"\breference\s*=")
+
+
+def _builders_and_locations(root: Path, wanted: list[str]):
+    from generator.loading import loader
+
+    modules = loader.load_modules(root, reuse=True)  # unchanged spec files' loads from the model cache
+    return builders(modules, wanted), spec_locations(root, modules)
+
+
+def _import_torch() -> None:
+    try:
+        import torch.ao.quantization.backend_config.utils  # noqa: F401
+    except Exception:  # noqa: S110 - the builders' own import reports it, where it is handled
+        pass
+
+
+def reference_title(refs: list[BuilderRef]) -> str:
+    """What the reference side is called: `torch` only when every reference is torch's builder.
+
+    One reference of the user's own is named by its dotted path; several are `reference`.
+    """
+    references = sorted({ref.reference for ref in refs if ref.reference is not None})
+    if all(path.startswith("torch.") for path in references):
+        return "torch"
+    return references[0] if len(references) == 1 else "reference"
+
+
+def unreferenced(refs: list[BuilderRef]) -> list[str]:
+    """Labels of the backends that have no reference builder to compare with."""
+    return [ref.label for ref in refs if ref.reference is None]
+
+
+# ---------------------------------------------------------------------------
+# Is the newer side's generated/ what its own spec says?
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StaleFile:
+    """A generated file that is not what its side's spec says: 'missing', 'stale' or 'edited', and why."""
+
+    file: str
+    state: str
+    reasons: tuple[str, ...] = ()
+
+
+def stale_files(side: Side) -> list[StaleFile]:
+    """The side's generated files that regenerate would change, decided from digests alone.
+
+    In the working tree, a file whose spec was never regenerated is stale
+    (missing); one the manifest records but that is gone leaves nothing to
+    compare. At a revision, the revision's own spec, templates, generator code
+    and generated files are compared with its manifest; the black and Jinja2
+    versions it recorded are taken as given (they are not the revision's files),
+    and a revision without a manifest is not judged.
+    """
+    if side.revision is None:
+        return _stale_in(side.root, manifest.read(side.root), revision=None)
+    with tempfile.TemporaryDirectory(prefix="generator-review-") as folder:
+        tree = Path(folder)
+        _extract(side, tree, ("spec", "templates", "generator", "generated", "docs"))
+        recorded = manifest.read(tree)
+        if recorded is None or not (tree / "spec").is_dir():
+            return []
+        # The other files its spec loads read (helper modules anywhere in the project).
+        elsewhere = {name.split("/")[0] for name in recorded.inputs} - {p.name for p in tree.iterdir()}
+        _extract(side, tree, tuple(sorted(elsewhere - set(digests.VERSIONED_PACKAGES))))
+        return _stale_in(tree, recorded, revision=side.revision)
+
+
+def _stale_in(root: Path, recorded: manifest.Manifest | None, revision: str | None) -> list[StaleFile]:
+    found = []
+    for target in planning.plan(root):
+        if revision is not None:
+            target = dataclasses.replace(target, made_from=_as_committed(root, target, recorded))
+        status = planning.status(target, recorded)
+        if status.state == "missing" and revision is None and recorded and target.relative in recorded.outputs:
+            fix = "fix: python -m generator regenerate"
+            raise NothingToCompareError(f"nothing to compare: {target.relative} is missing; {fix}")
+        if status.state != "fresh":
+            found.append(StaleFile(target.relative, status.state, status.reasons))
+    return found
+
+
+def _as_committed(root: Path, target: planning.Target, recorded: manifest.Manifest | None) -> tuple:
+    """The target's inputs as the revision has them: its own generator code, the recorded package versions."""
+    entry = recorded.outputs.get(target.relative) if recorded else None
+    before = recorded.made_from(entry) if entry else {}
+    inputs = {}
+    for name, digest in target.made_from:
+        if name in digests.VERSIONED_PACKAGES:
+            digest = before.get(name, digest)
+        elif name.startswith("generator/"):
+            committed = root / name
+            digest = hashlib.sha256(committed.read_bytes()).hexdigest() if committed.exists() else before.get(name)
+        inputs[name] = digest
+    return tuple(sorted(inputs.items()))
+
+
+def spec_locations(
+    root: Path, loaded: list[ModuleSpec] | None = None, reuse: bool = False, cache_of: Path | None = None
+) -> dict[str, dict[str, str]]:
+    """{backend label: {pattern as the diff names it: spec line}}, from the spec under `root` (`loaded`, if given;
+    `reuse`: loads from the model cache, `cache_of`'s if given, where the spec files are unchanged).
+
+    A single op's line is where the op is named (in an op list shared by many
+    backends, the list entry); a fused pattern's is its config() call.
+
+    A spec the current generator cannot load (an old revision's) gives none: the
+    diff then names patterns without their spec lines.
+    """
+    from generator.build import naming
+    from generator.build.expansion import check_dtype_config_declarations, expand_module
+    from generator.spelling import python_source
+
+    try:
+        if loaded is None:
+            from generator.build import pipeline
+
+            modules = pipeline.load(root, validate=False, reuse=reuse, cache_of=cache_of)
+        else:  # what pipeline.load does after loading (without importing Jinja2 and black)
+            modules = [expand_module(m) for m in loaded]
+            check_dtype_config_declarations(modules)
+            naming.check_module_names(root, modules)
+    except GeneratorError:
+        return {}
+    return {
+        expanded.backend.label: {
+            python_source(c.pattern if c.pattern is not None else c.key): str(_origin(c))
+            for c in expanded.backend.configs
+            if _origin(c) is not None
+        }
+        for module in modules
+        for expanded in module.backends
+    }
+
+
+def _origin(config) -> SourceLocation | None:
+    """Where the spec writes the pattern: the config() call, unless it is a single op named
+    before it (an op list's entry, which is what a spec change edits)."""
+    pattern = config.pattern if config.pattern is not None else config.key
+    named = getattr(pattern, "location", None)
+    call = config.location
+    if named is None or call is None:
+        return call or named
+    before = named.file != call.file or named.line < call.line
+    return named if before else call
