@@ -26,6 +26,7 @@ OUTPUT_SHAPING_MODULES = (
     "freshness/planning.py",
     "dsl.py",
     "loading/syntax.py",  # where dtype configs get their names: the assignment that holds each call
+    "loading/locations.py",  # which assignment names a dtype config; the spec lines errors point at
     "model.py",
     "loading/loader.py",
     "loading/reads.py",  # which files a load reads, and each load's isolation

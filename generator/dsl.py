@@ -10,23 +10,20 @@ torch and turn spec values into the frozen model of `generator.model`.
 
 from __future__ import annotations
 
-import ast
-import bisect
 import difflib
 import functools
 import inspect
 import itertools
 import keyword
 import re
-import sys
 import unicodedata
 from dataclasses import replace
-from pathlib import Path
-from types import CodeType, SimpleNamespace
+from types import SimpleNamespace
 
 from generator import model
 from generator.errors import EmptyAxisError, GeneratorError, SpecFieldError
-from generator.loading import spellings, syntax
+from generator.loading import spellings
+from generator.loading.locations import assigned_name, at_argument, blame, project_root, spec_location
 from generator.model import SourceLocation
 
 __all__ = [
@@ -57,180 +54,6 @@ __all__ = [
     "sequential",
     "torch",
 ]
-
-# Set by the spec loader: locations are reported relative to the project root.
-_project_root: Path | None = None
-
-
-def forget_source_files() -> None:
-    """Drop what was read from spec files' source: a run reads each file as it is now."""
-    for cached in (_assignments, _name_assignments, _keyword_lines):
-        cached.cache_clear()
-    spellings.forget()
-    _line_tables.clear()
-    _locations.clear()
-
-
-def set_project_root(root: Path | None) -> None:
-    global _project_root
-    _project_root = root.resolve() if root is not None else None
-    _spec_files.clear()
-    _locations.clear()
-
-
-def spec_location() -> SourceLocation | None:
-    """The innermost stack frame that runs a spec file, as a spec location."""
-    if _project_root is None:
-        return None
-    frame = sys._getframe(1)
-    while frame is not None:
-        code = frame.f_code
-        relative = _spec_relative(code.co_filename)
-        if relative is not None:
-            # A spec's loops and helpers ask from the same instruction again and again: one location each.
-            key = (id(code), frame.f_lasti)
-            location = _locations.get(key)
-            if location is None:
-                location = _locations[key] = SourceLocation(relative, _line_number(frame))
-            return location
-        frame = frame.f_back
-    return None
-
-
-# (id(code object), instruction offset) -> its location; _line_number keeps the code object alive, so the
-# id is not reused while the entry exists (both are cleared together).
-_locations: dict[tuple[int, int], SourceLocation] = {}
-
-
-# id(code object) -> (the code object, kept so that the id is not reused; instruction starts; their lines)
-_line_tables: dict[int, tuple[CodeType, list[int], list[int | None]]] = {}
-
-
-def _line_number(frame) -> int:
-    """frame.f_lineno, found by bisection in the code object's line table, read once per code object.
-
-    CPython 3.11 computes f_lineno by scanning the whole line table, and a spec's
-    module code is one long code object: a call per pattern would make loading a
-    spec quadratic in its size.
-    """
-    code = frame.f_code
-    table = _line_tables.get(id(code))
-    if table is None or table[0] is not code:
-        ranges = [(start, line) for start, _, line in code.co_lines()]
-        table = _line_tables[id(code)] = (code, [start for start, _ in ranges], [line for _, line in ranges])
-    _, starts, lines = table
-    index = bisect.bisect_right(starts, frame.f_lasti) - 1
-    line = lines[index] if index >= 0 else None
-    return line if line is not None else frame.f_lineno
-
-
-# code file name -> `spec/x.py` or None, for the current project root (cleared when it is set)
-_spec_files: dict[str, str | None] = {}
-
-
-def _spec_relative(filename: str) -> str | None:
-    """`spec/x.py` for a file in the project's spec folder, else None (cached: called per name)."""
-    try:
-        return _spec_files[filename]
-    except KeyError:
-        pass
-    root = _project_root
-    relative = str(Path(filename).relative_to(root)) if filename.startswith(str(root / "spec")) else None
-    _spec_files[filename] = relative
-    return relative
-
-
-def blame(value) -> SourceLocation | None:
-    """The spec line where a wrong `value` was written, not where a shared helper consumes it.
-
-    Walking out from the innermost spec frame, a frame that received the value as an
-    argument only passed it on, so the blame moves to its caller. In the frame that
-    did not receive it, a variable holding it points at the assignment that wrote it
-    (e.g. `default = x86_dtype_config` in the backend's own spec file).
-    """
-    if _project_root is None:
-        return None
-    frames = []
-    frame = sys._getframe(1)
-    while frame is not None:
-        relative = _spec_relative(frame.f_code.co_filename)
-        # Comprehensions are frames of their own; they only pass values through.
-        comprehension = frame.f_code.co_name.startswith("<") and frame.f_code.co_name != "<module>"
-        if relative is not None and not comprehension:
-            frames.append((frame, relative))
-        frame = frame.f_back
-    for frame, relative in frames:
-        if not _received(frame, value):
-            return SourceLocation(relative, _assignment_line(frame, value) or frame.f_lineno)
-    return SourceLocation(frames[-1][1], frames[-1][0].f_lineno) if frames else None
-
-
-def _arguments(frame) -> list:
-    code = frame.f_code
-    count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
-    return [frame.f_locals[name] for name in code.co_varnames[:count] if name in frame.f_locals]
-
-
-def _holds(container, value) -> bool:
-    if container is value:
-        return True
-    if isinstance(container, dict):
-        return any(_holds(v, value) for v in container.values())
-    if isinstance(container, (list, tuple)):
-        return any(_holds(item, value) for item in container)
-    return False
-
-
-def _received(frame, value) -> bool:
-    if frame.f_code.co_name == "<module>":
-        return False
-    return any(_holds(argument, value) for argument in _arguments(frame))
-
-
-def _assignment_line(frame, value) -> int | None:
-    """The latest line before this point that assigns a variable holding `value`."""
-    module_level = frame.f_code.co_name == "<module>"
-    names = {n for n, v in frame.f_locals.items() if _holds(v, value)}
-    if not module_level:
-        names |= {n for n, v in frame.f_globals.items() if not n.startswith("__") and _holds(v, value)}
-    lines = [
-        line
-        for line, name in _name_assignments(frame.f_code.co_filename)
-        if name in names and (line <= frame.f_lineno or not module_level)
-    ]
-    return max(lines) if lines else None
-
-
-@functools.cache
-def _name_assignments(filename: str) -> tuple[tuple[int, str], ...]:
-    """(line, name) of every `name = ...` in a spec file."""
-    return tuple(
-        (node.lineno, target.id)
-        for node in syntax.index(filename).assignments
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    )
-
-
-def at_argument(location: SourceLocation | None, argument: str) -> SourceLocation | None:
-    """The line of `argument=` in the call that starts at `location`: a call spans many lines,
-    and a wrong value is at the line that writes it, not at the line that opens the call."""
-    if location is None or _project_root is None:
-        return location
-    value_line = _keyword_lines(str(_project_root / location.file)).get((argument, location.line))
-    return location if value_line is None else SourceLocation(location.file, value_line)
-
-
-@functools.cache
-def _keyword_lines(filename: str) -> dict[tuple[str, int], int]:
-    """{(keyword, line of the call): line of the value} for each keyword argument in a spec file
-    (the first, where a line opens several calls): one parse per file, whatever the keyword."""
-    found: dict[tuple[str, int], int] = {}
-    for node in syntax.index(filename).calls:
-        for keyword_node in node.keywords:
-            if keyword_node.arg is not None:
-                found.setdefault((keyword_node.arg, node.lineno), keyword_node.value.lineno)
-    return found
 
 
 def describe(value) -> str:
@@ -494,32 +317,6 @@ def _to_ref(value, what: str, example: str = "nn.Conv2d") -> model.TorchRef | No
 # ---------------------------------------------------------------------------
 
 
-@functools.cache
-def _assignments(filename: str) -> tuple[tuple[int, int, str], ...]:
-    """(first line, last line, target name) of each `name = call(...)` in a spec file."""
-    found = []
-    for node in syntax.index(filename).assignments:
-        if len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
-                found.append((node.value.lineno, node.value.end_lineno, target.id))
-    return tuple(found)
-
-
-def _assigned_name(kind: str, location: SourceLocation | None) -> str:
-    """The variable a dtype config is assigned to: that is its name in generated code."""
-    if location is None or _project_root is None:
-        raise SpecFieldError(f"{kind} must be created in a spec file", location)
-    for first, last, name in _assignments(str(_project_root / location.file)):
-        if first <= location.line <= last:
-            return name
-    raise SpecFieldError(
-        f"{kind} must be assigned to a module-level name, e.g. `x_dtype_config = {kind}(...)`; "
-        "that name becomes its constant in the generated module",
-        location,
-    )
-
-
 def _to_dtype(value, what: str, constraints_allowed: bool):
     if value is None:
         return None
@@ -554,7 +351,7 @@ def DTypeWithConstraints(dtype=None, **bounds) -> model.DTypeWithConstraints:
         if low in bounds and high in bounds and bounds[low] > bounds[high]:
             raise SpecFieldError(f"{low}={bounds[low]!r} is above {high}={bounds[high]!r}", location)
     return model.DTypeWithConstraints(
-        name=_assigned_name("DTypeWithConstraints", location),
+        name=assigned_name("DTypeWithConstraints", location),
         dtype=_to_dtype(dtype, "dtype", constraints_allowed=False),
         location=location,
         spellings=_spellings(location, bounds),
@@ -564,9 +361,10 @@ def DTypeWithConstraints(dtype=None, **bounds) -> model.DTypeWithConstraints:
 
 def _spellings(location: SourceLocation | None, bounds: dict) -> tuple[tuple[str, str], ...]:
     """How the spec spells the bounds (`2**-12`), proven equal to their values; see spellings."""
-    if location is None or _project_root is None:
+    root = project_root()
+    if location is None or root is None:
         return ()
-    return spellings.bound_spellings(_project_root, location.file, location.line, bounds)
+    return spellings.bound_spellings(root, location.file, location.line, bounds)
 
 
 @spec_function
@@ -578,7 +376,7 @@ def DTypeConfig(
     if is_dynamic is not None and not isinstance(is_dynamic, bool):
         raise SpecFieldError(f"is_dynamic must be True, False or None, not {describe(is_dynamic)}", location)
     return model.DTypeConfig(
-        name=_assigned_name("DTypeConfig", location),
+        name=assigned_name("DTypeConfig", location),
         input_dtype=_to_dtype(input_dtype, "input_dtype", constraints_allowed=True),
         output_dtype=_to_dtype(output_dtype, "output_dtype", constraints_allowed=True),
         weight_dtype=_to_dtype(weight_dtype, "weight_dtype", constraints_allowed=True),
@@ -739,7 +537,7 @@ def _to_callable(value, what: str):
 @spec_function
 def function(template: str, name: str, **params) -> model.FunctionDef:
     """A callable written out from templates/functions/<template>.py.j2 with these params."""
-    _identifier(name, "function name", spec_location())
+    identifier(name, "function name", spec_location())
     converted = tuple((key, _param(key, value)) for key, value in params.items())
     return model.FunctionDef(name, template, converted, spec_location())
 
@@ -791,14 +589,13 @@ def sequential(fused_module: Ref) -> model.FunctionDef:
     """torch's `_sequential_wrapper2(fused)`: a fuser that wraps two modules in `fused`."""
     ref = _to_ref(fused_module, "sequential()'s fused module", "nni.ConvReLU2d")
     class_name = ref.path.rsplit(".", 1)[-1]
-    return model.FunctionDef(
-        f"_fuse_{_snake_case(class_name)}", "sequential", (("fused_module", ref),), spec_location()
-    )
+    return model.FunctionDef(sequential_fuser_name(class_name), "sequential", (("fused_module", ref),), spec_location())
 
 
-def _snake_case(class_name: str) -> str:
+def sequential_fuser_name(class_name: str) -> str:
+    """The name of the fuser sequential(fused) writes: `_fuse_conv_relu2d` for nni.ConvReLU2d."""
     words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", class_name.replace("ReLU", "Relu"))
-    return words.lower()
+    return f"_fuse_{words.lower()}"
 
 
 @spec_function
@@ -941,7 +738,8 @@ def flatten(configs, call: SourceLocation | None = None) -> tuple[model.PatternC
     return tuple(flat)
 
 
-def _identifier(value, what: str, location, example: str = "get_my_backend_config") -> str:
+def identifier(value, what: str, location, example: str = "get_my_backend_config") -> str:
+    """`value`, checked to be a name Python reads as itself (a builder's, an export's, a generated module's)."""
     if not isinstance(value, str) or not value.isidentifier() or keyword.iskeyword(value):
         message = f"{what} must be a Python identifier such as {example}, not {value!r}"
         raise SpecFieldError(message, location)
@@ -974,11 +772,11 @@ def Backend(name: str, builder: str, doc: str, configs, dict_builder=None, refer
     flat = flatten(configs, location)
     return model.Backend(
         name=name,
-        builder=_identifier(builder, "builder", at_argument(location, "builder")),
+        builder=identifier(builder, "builder", at_argument(location, "builder")),
         doc=_text(doc, "doc", at_argument(location, "doc")),
         configs=tuple(c for c in flat if isinstance(c, model.PatternConfig)),
         removals=tuple(c for c in flat if isinstance(c, model.Removal)),
-        dict_builder=None if dict_builder is None else _identifier(
+        dict_builder=None if dict_builder is None else identifier(
             dict_builder, "dict_builder", at_argument(location, "dict_builder")
         ),
         reference=reference,
@@ -1006,13 +804,13 @@ def Module(doc: str, backends, exports=(), dtype_configs=(), name=None):
             message = f"backends must hold Backend(...) values, not {describe(backend)}"
             raise SpecFieldError(message, at_argument(location, "backends"))
     for export in exports:
-        _identifier(export, "an exported name", at_argument(location, "exports"))
+        identifier(export, "an exported name", at_argument(location, "exports"))
     for dtype_config in dtype_configs:
         if not isinstance(dtype_config, model.DTypeConfig):
             message = f"dtype_configs must hold DTypeConfig values, not {describe(dtype_config)}"
             raise SpecFieldError(message, at_argument(location, "dtype_configs"))
     if name is not None:
-        _identifier(name, "a module name", at_argument(location, "name"), "my_backend")
+        identifier(name, "a module name", at_argument(location, "name"), "my_backend")
     return ModuleValue(
         name=name,
         doc=_text(doc, "doc", at_argument(location, "doc")),
