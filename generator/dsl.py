@@ -10,6 +10,7 @@ torch and turn spec values into the frozen model of `generator.model`.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import inspect
@@ -22,7 +23,7 @@ from types import SimpleNamespace
 
 from generator import model
 from generator.errors import EmptyAxisError, GeneratorError, SpecFieldError
-from generator.loading import spellings
+from generator.loading import reads, spellings
 from generator.loading.locations import assigned_name, at_argument, blame, project_root, spec_location
 from generator.model import SourceLocation
 
@@ -123,6 +124,27 @@ def spec_function(function):
     return checked
 
 
+def _naming_code(argument: str):
+    """For a call that names code by import path in `argument` (importable(path), Backend(reference=...)):
+    the project modules it names are inputs of the load under way, although the load does not import them.
+    They are noted before the call runs, whenever its arguments bind (see generator/loading/reads.py)."""
+
+    def decorate(function):
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def naming(*args, **kwargs):
+            with contextlib.suppress(TypeError):  # the call itself reports a wrong call
+                dotted = signature.bind_partial(*args, **kwargs).arguments.get(argument)
+                if isinstance(dotted, str):
+                    reads.note_module(dotted)
+            return function(*args, **kwargs)
+
+        return naming
+
+    return decorate
+
+
 def _suggest_keyword(key: str, keywords) -> str:
     close = difflib.get_close_matches(key, list(keywords), n=1)
     return f" (did you mean {close[0]}=?)" if close else f" (it takes {', '.join(keywords)})"
@@ -173,6 +195,7 @@ MatchAllNode = Ref("torch.ao.quantization.utils.MatchAllNode")
 _DOTTED_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
+@_naming_code("path")
 def importable(path: str) -> Ref:
     """Any module-level object by its import path, e.g. a backend's own fuser method:
     `importable("my_backend.fusers.fuse_linear_relu")`. The generated module imports it
@@ -750,6 +773,7 @@ def identifier(value, what: str, location, example: str = "get_my_backend_config
     return value
 
 
+@_naming_code("reference")
 @spec_function
 def Backend(name: str, builder: str, doc: str, configs, dict_builder=None, reference=None, torch_builder=None):
     """One BackendConfig, returned by the generated function `builder`.
