@@ -47,8 +47,16 @@ _namespace = types.ModuleType.__dict__["__dict__"].__get__
 _NEVER_THE_PROJECT_S = frozenset((*sys.builtin_module_names, "__main__"))
 _NOT_CACHED = object()  # no entry in sys.path_importer_cache (whose entries may be None)
 
-# Namespaces every load shares: a load may rebind names in them, but not for the next one.
-_SHARED_NAMESPACES = ("builtins", "generator.dsl", "generator.model")
+# Namespaces every load shares: a load may rebind names in them, but not for the next one. The vocabulary's
+# are generator.dsl and the modules its words are made of.
+_SHARED_NAMESPACES = (
+    "builtins",
+    "generator.dsl",
+    "generator.loading.spec_values",
+    "generator.loading.patterns",
+    "generator.loading.locations",
+    "generator.model",
+)
 
 _observer: Observer | None = None
 _hooked = False
