@@ -25,7 +25,10 @@ OUTPUT_SHAPING_MODULES = (
     "project.py",  # which spec files there are
     "freshness/planning.py",
     "dsl.py",
+    "loading/spec_values.py",  # spec values as the model's
+    "loading/patterns.py",  # patterns as the model's
     "loading/syntax.py",  # where dtype configs get their names: the assignment that holds each call
+    "loading/locations.py",  # which assignment names a dtype config; the spec lines errors point at
     "model.py",
     "loading/loader.py",
     "loading/reads.py",  # which files a load reads, and each load's isolation

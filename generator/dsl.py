@@ -6,27 +6,42 @@ builds a reference to the dotted path `torch.nn.Conv2d` without importing torch,
 so loading the spec stays fast. Every value records the spec line that wrote it,
 so later errors point there. Constructors check what they can check without
 torch and turn spec values into the frozen model of `generator.model`.
+
+The words are here; what they are made of is in `generator.loading`: the values and
+their checks (`spec_values`), patterns and declared differences (`patterns`), and the
+spec line a value was written at and the name it is assigned to (`locations`).
 """
 
 from __future__ import annotations
 
-import ast
-import bisect
+import contextlib
 import difflib
 import functools
 import inspect
 import itertools
-import keyword
 import re
-import sys
-import unicodedata
 from dataclasses import replace
-from pathlib import Path
-from types import CodeType, SimpleNamespace
+from types import SimpleNamespace
 
 from generator import model
-from generator.errors import EmptyAxisError, GeneratorError, SpecFieldError
-from generator.loading import spellings, syntax
+from generator.errors import EmptyAxisError, SpecFieldError
+from generator.loading import reads, spellings
+from generator.loading.locations import assigned_name, at_argument, blame, project_root, spec_location
+from generator.loading.patterns import Declared, declared_divergence, to_pattern
+from generator.loading.spec_values import (
+    ModuleValue,
+    Ref,
+    describe,
+    identifier,
+    one_line,
+    spec_function,
+    suggest,
+    suggest_keyword,
+    text,
+    to_dtype,
+    to_observation_type,
+    to_ref,
+)
 from generator.model import SourceLocation
 
 __all__ = [
@@ -58,281 +73,31 @@ __all__ = [
     "torch",
 ]
 
-# Set by the spec loader: locations are reported relative to the project root.
-_project_root: Path | None = None
 
+def _naming_code(argument: str):
+    """For a call that names code by import path in `argument` (importable(path), Backend(reference=...)):
+    the project modules it names are inputs of the load under way, although the load does not import them.
+    They are noted before the call runs, whenever its arguments bind (see generator/loading/reads.py)."""
 
-def forget_source_files() -> None:
-    """Drop what was read from spec files' source: a run reads each file as it is now."""
-    for cached in (_assignments, _name_assignments, _keyword_lines):
-        cached.cache_clear()
-    spellings.forget()
-    _line_tables.clear()
-    _locations.clear()
+    def decorate(function):
+        signature = inspect.signature(function)
 
+        @functools.wraps(function)
+        def naming(*args, **kwargs):
+            with contextlib.suppress(TypeError):  # the call itself reports a wrong call
+                dotted = signature.bind_partial(*args, **kwargs).arguments.get(argument)
+                if isinstance(dotted, str):
+                    reads.note_module(dotted)
+            return function(*args, **kwargs)
 
-def set_project_root(root: Path | None) -> None:
-    global _project_root
-    _project_root = root.resolve() if root is not None else None
-    _spec_files.clear()
-    _locations.clear()
+        return naming
 
-
-def spec_location() -> SourceLocation | None:
-    """The innermost stack frame that runs a spec file, as a spec location."""
-    if _project_root is None:
-        return None
-    frame = sys._getframe(1)
-    while frame is not None:
-        code = frame.f_code
-        relative = _spec_relative(code.co_filename)
-        if relative is not None:
-            # A spec's loops and helpers ask from the same instruction again and again: one location each.
-            key = (id(code), frame.f_lasti)
-            location = _locations.get(key)
-            if location is None:
-                location = _locations[key] = SourceLocation(relative, _line_number(frame))
-            return location
-        frame = frame.f_back
-    return None
-
-
-# (id(code object), instruction offset) -> its location; _line_number keeps the code object alive, so the
-# id is not reused while the entry exists (both are cleared together).
-_locations: dict[tuple[int, int], SourceLocation] = {}
-
-
-# id(code object) -> (the code object, kept so that the id is not reused; instruction starts; their lines)
-_line_tables: dict[int, tuple[CodeType, list[int], list[int | None]]] = {}
-
-
-def _line_number(frame) -> int:
-    """frame.f_lineno, found by bisection in the code object's line table, read once per code object.
-
-    CPython 3.11 computes f_lineno by scanning the whole line table, and a spec's
-    module code is one long code object: a call per pattern would make loading a
-    spec quadratic in its size.
-    """
-    code = frame.f_code
-    table = _line_tables.get(id(code))
-    if table is None or table[0] is not code:
-        ranges = [(start, line) for start, _, line in code.co_lines()]
-        table = _line_tables[id(code)] = (code, [start for start, _ in ranges], [line for _, line in ranges])
-    _, starts, lines = table
-    index = bisect.bisect_right(starts, frame.f_lasti) - 1
-    line = lines[index] if index >= 0 else None
-    return line if line is not None else frame.f_lineno
-
-
-# code file name -> `spec/x.py` or None, for the current project root (cleared when it is set)
-_spec_files: dict[str, str | None] = {}
-
-
-def _spec_relative(filename: str) -> str | None:
-    """`spec/x.py` for a file in the project's spec folder, else None (cached: called per name)."""
-    try:
-        return _spec_files[filename]
-    except KeyError:
-        pass
-    root = _project_root
-    relative = str(Path(filename).relative_to(root)) if filename.startswith(str(root / "spec")) else None
-    _spec_files[filename] = relative
-    return relative
-
-
-def blame(value) -> SourceLocation | None:
-    """The spec line where a wrong `value` was written, not where a shared helper consumes it.
-
-    Walking out from the innermost spec frame, a frame that received the value as an
-    argument only passed it on, so the blame moves to its caller. In the frame that
-    did not receive it, a variable holding it points at the assignment that wrote it
-    (e.g. `default = x86_dtype_config` in the backend's own spec file).
-    """
-    if _project_root is None:
-        return None
-    frames = []
-    frame = sys._getframe(1)
-    while frame is not None:
-        relative = _spec_relative(frame.f_code.co_filename)
-        # Comprehensions are frames of their own; they only pass values through.
-        comprehension = frame.f_code.co_name.startswith("<") and frame.f_code.co_name != "<module>"
-        if relative is not None and not comprehension:
-            frames.append((frame, relative))
-        frame = frame.f_back
-    for frame, relative in frames:
-        if not _received(frame, value):
-            return SourceLocation(relative, _assignment_line(frame, value) or frame.f_lineno)
-    return SourceLocation(frames[-1][1], frames[-1][0].f_lineno) if frames else None
-
-
-def _arguments(frame) -> list:
-    code = frame.f_code
-    count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
-    return [frame.f_locals[name] for name in code.co_varnames[:count] if name in frame.f_locals]
-
-
-def _holds(container, value) -> bool:
-    if container is value:
-        return True
-    if isinstance(container, dict):
-        return any(_holds(v, value) for v in container.values())
-    if isinstance(container, (list, tuple)):
-        return any(_holds(item, value) for item in container)
-    return False
-
-
-def _received(frame, value) -> bool:
-    if frame.f_code.co_name == "<module>":
-        return False
-    return any(_holds(argument, value) for argument in _arguments(frame))
-
-
-def _assignment_line(frame, value) -> int | None:
-    """The latest line before this point that assigns a variable holding `value`."""
-    module_level = frame.f_code.co_name == "<module>"
-    names = {n for n, v in frame.f_locals.items() if _holds(v, value)}
-    if not module_level:
-        names |= {n for n, v in frame.f_globals.items() if not n.startswith("__") and _holds(v, value)}
-    lines = [
-        line
-        for line, name in _name_assignments(frame.f_code.co_filename)
-        if name in names and (line <= frame.f_lineno or not module_level)
-    ]
-    return max(lines) if lines else None
-
-
-@functools.cache
-def _name_assignments(filename: str) -> tuple[tuple[int, str], ...]:
-    """(line, name) of every `name = ...` in a spec file."""
-    return tuple(
-        (node.lineno, target.id)
-        for node in syntax.index(filename).assignments
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    )
-
-
-def at_argument(location: SourceLocation | None, argument: str) -> SourceLocation | None:
-    """The line of `argument=` in the call that starts at `location`: a call spans many lines,
-    and a wrong value is at the line that writes it, not at the line that opens the call."""
-    if location is None or _project_root is None:
-        return location
-    value_line = _keyword_lines(str(_project_root / location.file)).get((argument, location.line))
-    return location if value_line is None else SourceLocation(location.file, value_line)
-
-
-@functools.cache
-def _keyword_lines(filename: str) -> dict[tuple[str, int], int]:
-    """{(keyword, line of the call): line of the value} for each keyword argument in a spec file
-    (the first, where a line opens several calls): one parse per file, whatever the keyword."""
-    found: dict[tuple[str, int], int] = {}
-    for node in syntax.index(filename).calls:
-        for keyword_node in node.keywords:
-            if keyword_node.arg is not None:
-                found.setdefault((keyword_node.arg, node.lineno), keyword_node.value.lineno)
-    return found
-
-
-def describe(value) -> str:
-    """A spec value in the spec's own words, for error messages."""
-    if isinstance(value, Ref):
-        return _spelling(value._path)
-    if isinstance(value, model.TorchRef):
-        return _spelling(value.path)
-    if isinstance(value, model.DTypeConfig):
-        return f"the dtype config {value.name}"
-    if isinstance(value, model.DTypeWithConstraints):
-        return f"the DTypeWithConstraints {value.name}"
-    if isinstance(value, model.FixedQParams):
-        return f"the dtype config {value.base.name}"
-    if isinstance(value, model.PatternConfig):
-        return "a config(...)"
-    if isinstance(value, model.FunctionDef):
-        return f"the function {value.name}"
-    if isinstance(value, model.Call):
-        return f"the call {_spelling(value.function.path)}(...)"
-    if isinstance(value, list):
-        return f"[{', '.join(describe(v) for v in value)}]"
-    if isinstance(value, tuple):
-        return f"({', '.join(describe(v) for v in value)})"
-    if isinstance(value, dict):
-        return "a dict"
-    if type(value) is ModuleValue:  # not isinstance: a spec class's __class__ could claim to be one
-        return "a Module(...)"
-    if isinstance(value, model.Backend):
-        return f"the Backend(name={value.name!r}, ...)"
-    if inspect.isgenerator(value):
-        return "a generator expression (write a list: [... for ...])"
-    text = repr(value)
-    # A default repr (`<x object at 0x7f...>`) changes from run to run and means nothing to a user.
-    return f"a value of type {type(value).__name__}" if " at 0x" in text else text
-
-
-def _spelling(path: str) -> str:
-    from generator.spelling import ref_source
-
-    try:
-        return ref_source(model.TorchRef(path))
-    except GeneratorError:
-        return path
-
-
-def spec_function(function):
-    """Checks a spec function's arguments before it runs: a misspelt keyword gets a "did you mean"."""
-    signature = inspect.signature(function)
-    keywords = [n for n, p in signature.parameters.items() if p.kind is not p.VAR_KEYWORD]
-
-    @functools.wraps(function)
-    def checked(*args, **kwargs):
-        has_var_keyword = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
-        for key in kwargs:
-            if key not in keywords and not has_var_keyword:
-                raise SpecFieldError(
-                    f"{function.__name__}() has no argument {key}={_suggest_keyword(key, keywords)}",
-                    spec_location(),
-                )
-        try:
-            signature.bind(*args, **kwargs)
-        except TypeError as error:
-            raise SpecFieldError(f"{function.__name__}(): {error}", spec_location()) from None
-        return function(*args, **kwargs)
-
-    return checked
-
-
-def _suggest_keyword(key: str, keywords) -> str:
-    close = difflib.get_close_matches(key, list(keywords), n=1)
-    return f" (did you mean {close[0]}=?)" if close else f" (it takes {', '.join(keywords)})"
+    return decorate
 
 
 # ---------------------------------------------------------------------------
 # Torch names
 # ---------------------------------------------------------------------------
-
-
-class Ref:
-    """A lazy dotted name: attribute access extends the path, nothing is imported."""
-
-    __slots__ = ("_location", "_path")
-
-    def __init__(self, path: str, location: SourceLocation | None = None):
-        self._path = path
-        self._location = location
-
-    def __getattr__(self, name: str) -> Ref:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return Ref(f"{self._path}.{name}", spec_location())
-
-    def __getitem__(self, name: str) -> Ref:
-        """`nn[f"Conv{d}d"]`: a computed attribute name."""
-        return Ref(f"{self._path}.{name}", spec_location())
-
-    def __repr__(self) -> str:
-        return f"Ref({self._path!r})"
-
-    def to_model(self) -> model.TorchRef:
-        return model.TorchRef(self._path, self._location)
 
 
 torch = Ref("torch")
@@ -350,6 +115,7 @@ MatchAllNode = Ref("torch.ao.quantization.utils.MatchAllNode")
 _DOTTED_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
+@_naming_code("path")
 def importable(path: str) -> Ref:
     """Any module-level object by its import path, e.g. a backend's own fuser method:
     `importable("my_backend.fusers.fuse_linear_relu")`. The generated module imports it
@@ -365,7 +131,7 @@ class _ObservationTypes:
 
     def __getattr__(self, name: str) -> str:
         if name not in model.OBSERVATION_TYPES:
-            hint = _suggest(name, model.OBSERVATION_TYPES).replace("(did you mean ", "(did you mean ObservationType.")
+            hint = suggest(name, model.OBSERVATION_TYPES).replace("(did you mean ", "(did you mean ObservationType.")
             raise SpecFieldError(f"unknown observation type ObservationType.{name}{hint}", spec_location())
         return name
 
@@ -373,164 +139,9 @@ class _ObservationTypes:
 ObservationType = _ObservationTypes()
 
 
-def _suggest(name: str, choices) -> str:
-    close = difflib.get_close_matches(name, list(choices), n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
-
-
-def _observation_type(value, what: str, where) -> str:
-    """An ObservationType.X value (the spec gets its member's name as a string)."""
-    if isinstance(value, str) and value in model.OBSERVATION_TYPES:
-        return value
-    hint = _suggest(value, model.OBSERVATION_TYPES) if isinstance(value, str) else ""
-    if hint:
-        hint = hint.replace("(did you mean ", "(did you mean ObservationType.")
-    else:
-        hint = f" (it is one of ObservationType.{', ObservationType.'.join(model.OBSERVATION_TYPES)})"
-    raise SpecFieldError(f"{what} {describe(value)} is not an ObservationType{hint}", blame(where))
-
-
-def to_pattern(value, what: str = "pattern", nested: bool = False) -> model.Pattern:
-    """Turn a spec pattern (Refs, method-name strings, tuples) into a model pattern.
-
-    A simple pattern is one op or a tuple of 2 or 3 ops (torch's fusion patterns);
-    only pattern_complex_format nests tuples, as `_complex_pattern` checks.
-    """
-    complex_format = what == "pattern_complex_format"
-    if complex_format and not nested:
-        _check_depth(value)
-        _complex_pattern(value, value)
-    if isinstance(value, Ref):
-        return value.to_model()
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool) and complex_format:
-        return value  # e.g. the index in (operator.getitem, max_pool2d_with_indices, 0)
-    if isinstance(value, Declared):
-        raise SpecFieldError(f"{value.kind}() must wrap a whole pattern, not a part of one", value.location)
-    if isinstance(value, tuple) and not complex_format and nested:
-        raise SpecFieldError(
-            f"pattern element {describe(value)} is a tuple inside the pattern's tuple; a pattern is one op "
-            "or a tuple of 2 or 3 ops (write nested patterns as pattern_complex_format=)",
-            blame(value),
-        )
-    if isinstance(value, tuple) and (len(value) in (2, 3) or (complex_format and len(value) >= 2)):
-        return tuple(to_pattern(element, what, nested=True) for element in value)
-    if isinstance(value, tuple):
-        raise SpecFieldError(f"a {what} tuple holds 2 or 3 ops, not {len(value)}", blame(value))
-    raise SpecFieldError(
-        f"{what} elements must be modules, functions, operator overloads, method-name strings "
-        f"or tuples of those, not {describe(value)}",
-        blame(value),
-    )
-
-
-# torch's own patterns nest a few levels; far deeper ones exhaust the Python parser
-# that compiles the generated module (about 200 levels), so they are refused here.
-MAX_PATTERN_DEPTH = 32
-
-
-def _check_depth(whole) -> None:
-    """Refuse a pattern nested deeper than MAX_PATTERN_DEPTH (counted without recursion)."""
-    depth, level = 0, [whole]
-    while level and depth <= MAX_PATTERN_DEPTH:
-        depth += 1
-        level = [item for value in level if isinstance(value, tuple) for item in value]
-        level = [item for item in level if isinstance(item, tuple)]
-    if depth > MAX_PATTERN_DEPTH:
-        raise SpecFieldError(
-            f"pattern_complex_format is nested more than {MAX_PATTERN_DEPTH} tuples deep, more than a generated "
-            "module can spell; split it into patterns that nest less",
-            blame(whole),
-        )
-
-
-def _complex_pattern(value, whole, argument: bool = False) -> None:
-    """torch's reversed nested tuple format, as its matcher (fx/match_utils.py `_is_match`) reads it:
-
-        pattern  = op | (op, argument, ...)      argument = pattern | an int the argument equals
-
-    The first element of every tuple is the op whose output the (sub)pattern matches;
-    only arguments may nest. A tuple standing first never matches any node (torch compares
-    node.target with it), an int anywhere but in an argument matches nothing either, and
-    torch asserts that a getattr pattern has exactly one argument.
-    """
-    if isinstance(value, int) and not isinstance(value, bool) and argument:
-        return
-    if not isinstance(value, tuple):
-        if isinstance(value, int) and not isinstance(value, bool):
-            message = (
-                f"pattern_complex_format {describe(whole)}: {value!r} stands where an op belongs; "
-                "only an argument can be a number, as in (operator.getitem, op, 0)"
-            )
-            raise SpecFieldError(message, blame(whole))
-        return  # ops are checked by to_pattern (and their kinds against torch later)
-    head = value[0] if value else None
-    if isinstance(head, tuple):
-        raise SpecFieldError(
-            f"pattern_complex_format {describe(whole)} nests {describe(head)} too deeply: the first element of each "
-            "tuple is the op whose output it matches, never a tuple; only its arguments nest, "
-            "as in (nn.ReLU, (nn.BatchNorm2d, nn.Conv2d))",
-            blame(whole),
-        )
-    if isinstance(head, Ref) and head._path in ("getattr", "builtins.getattr") and len(value) != 2:
-        message = f"pattern_complex_format {describe(whole)}: a getattr pattern is (getattr, attribute name)"
-        raise SpecFieldError(message, blame(whole))
-    _complex_pattern(head, whole)
-    for item in value[1:]:
-        _complex_pattern(item, whole, argument=True)
-
-
-def _to_ref(value, what: str, example: str = "nn.Conv2d") -> model.TorchRef | None:
-    if value is None:
-        return None
-    if isinstance(value, Ref):
-        return value.to_model()
-    raise SpecFieldError(f"{what} must be a torch name such as {example}, not {describe(value)}", blame(value))
-
-
 # ---------------------------------------------------------------------------
 # Dtype configs
 # ---------------------------------------------------------------------------
-
-
-@functools.cache
-def _assignments(filename: str) -> tuple[tuple[int, int, str], ...]:
-    """(first line, last line, target name) of each `name = call(...)` in a spec file."""
-    found = []
-    for node in syntax.index(filename).assignments:
-        if len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
-                found.append((node.value.lineno, node.value.end_lineno, target.id))
-    return tuple(found)
-
-
-def _assigned_name(kind: str, location: SourceLocation | None) -> str:
-    """The variable a dtype config is assigned to: that is its name in generated code."""
-    if location is None or _project_root is None:
-        raise SpecFieldError(f"{kind} must be created in a spec file", location)
-    for first, last, name in _assignments(str(_project_root / location.file)):
-        if first <= location.line <= last:
-            return name
-    raise SpecFieldError(
-        f"{kind} must be assigned to a module-level name, e.g. `x_dtype_config = {kind}(...)`; "
-        "that name becomes its constant in the generated module",
-        location,
-    )
-
-
-def _to_dtype(value, what: str, constraints_allowed: bool):
-    if value is None:
-        return None
-    if isinstance(value, Ref):
-        return value.to_model()
-    if constraints_allowed and isinstance(value, model.DTypeWithConstraints):
-        return value
-    alternative = " or a DTypeWithConstraints" if constraints_allowed else ""
-    raise SpecFieldError(
-        f"{what} must be a torch dtype such as torch.quint8{alternative}, not {describe(value)}", blame(value)
-    )
 
 
 _BOUNDS = list(model.CONSTRAINT_BOUNDS)
@@ -546,7 +157,7 @@ def DTypeWithConstraints(dtype=None, **bounds) -> model.DTypeWithConstraints:
     location = spec_location()
     for key, value in bounds.items():
         if key not in _BOUNDS:
-            hint = _suggest_keyword(key, _BOUNDS)
+            hint = suggest_keyword(key, _BOUNDS)
             raise SpecFieldError(f"DTypeWithConstraints() has no argument {key}={hint}", location)
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise SpecFieldError(f"{key} must be a number, not {describe(value)}", location)
@@ -554,8 +165,8 @@ def DTypeWithConstraints(dtype=None, **bounds) -> model.DTypeWithConstraints:
         if low in bounds and high in bounds and bounds[low] > bounds[high]:
             raise SpecFieldError(f"{low}={bounds[low]!r} is above {high}={bounds[high]!r}", location)
     return model.DTypeWithConstraints(
-        name=_assigned_name("DTypeWithConstraints", location),
-        dtype=_to_dtype(dtype, "dtype", constraints_allowed=False),
+        name=assigned_name("DTypeWithConstraints", location),
+        dtype=to_dtype(dtype, "dtype", constraints_allowed=False),
         location=location,
         spellings=_spellings(location, bounds),
         **bounds,
@@ -564,9 +175,10 @@ def DTypeWithConstraints(dtype=None, **bounds) -> model.DTypeWithConstraints:
 
 def _spellings(location: SourceLocation | None, bounds: dict) -> tuple[tuple[str, str], ...]:
     """How the spec spells the bounds (`2**-12`), proven equal to their values; see spellings."""
-    if location is None or _project_root is None:
+    root = project_root()
+    if location is None or root is None:
         return ()
-    return spellings.bound_spellings(_project_root, location.file, location.line, bounds)
+    return spellings.bound_spellings(root, location.file, location.line, bounds)
 
 
 @spec_function
@@ -578,11 +190,11 @@ def DTypeConfig(
     if is_dynamic is not None and not isinstance(is_dynamic, bool):
         raise SpecFieldError(f"is_dynamic must be True, False or None, not {describe(is_dynamic)}", location)
     return model.DTypeConfig(
-        name=_assigned_name("DTypeConfig", location),
-        input_dtype=_to_dtype(input_dtype, "input_dtype", constraints_allowed=True),
-        output_dtype=_to_dtype(output_dtype, "output_dtype", constraints_allowed=True),
-        weight_dtype=_to_dtype(weight_dtype, "weight_dtype", constraints_allowed=True),
-        bias_dtype=_to_dtype(bias_dtype, "bias_dtype", constraints_allowed=False),
+        name=assigned_name("DTypeConfig", location),
+        input_dtype=to_dtype(input_dtype, "input_dtype", constraints_allowed=True),
+        output_dtype=to_dtype(output_dtype, "output_dtype", constraints_allowed=True),
+        weight_dtype=to_dtype(weight_dtype, "weight_dtype", constraints_allowed=True),
+        bias_dtype=to_dtype(bias_dtype, "bias_dtype", constraints_allowed=False),
         is_dynamic=is_dynamic,
         location=location,
     )
@@ -640,7 +252,7 @@ def config(pattern=None, dtype_configs=None, **settings) -> model.PatternConfig:
     location = spec_location()
     for key in settings:
         if key not in CONFIG_FIELDS:
-            raise SpecFieldError(f"config() has no argument {key}={_suggest_keyword(key, CONFIG_FIELDS)}", location)
+            raise SpecFieldError(f"config() has no argument {key}={suggest_keyword(key, CONFIG_FIELDS)}", location)
     complex_format = settings.pop("pattern_complex_format", None)
     if (pattern is None) == (complex_format is None):
         raise SpecFieldError("a pattern config needs exactly one of pattern and pattern_complex_format", location)
@@ -648,21 +260,21 @@ def config(pattern=None, dtype_configs=None, **settings) -> model.PatternConfig:
     if isinstance(declared, Declared):
         pattern, complex_format = declared.unwrap(pattern, complex_format)
         if declared.kind == "removed":
-            section = _one_line(settings.get("section", ""), "section", location)
+            section = one_line(settings.get("section", ""), "section", location)
             return declared.removal(complex_format is not None, section)
     if dtype_configs is None:
         raise SpecFieldError("a pattern config needs dtype_configs", location)
-    values = {key: _to_ref(settings.pop(key, None), key, "nni.ConvReLU2d") for key in _MODULE_FIELDS}
+    values = {key: to_ref(settings.pop(key, None), key, "nni.ConvReLU2d") for key in _MODULE_FIELDS}
     values.update({key: _to_callable(settings.pop(key, None), key) for key in _CALLABLE_FIELDS})
     observation_type = settings.pop("observation_type", model.DEFAULT_OBSERVATION_TYPE)
     return model.PatternConfig(
         pattern=None if pattern is None else to_pattern(pattern),
         pattern_complex_format=None if complex_format is None else to_pattern(complex_format, "pattern_complex_format"),
         dtype_configs=_dtype_config_group(dtype_configs),
-        observation_type=_observation_type(observation_type, "observation_type", observation_type),
+        observation_type=to_observation_type(observation_type, "observation_type", observation_type),
         num_tensor_args_to_observation_type=_observation_types(settings.pop("num_tensor_args_to_observation_type", {})),
         input_type_to_index=_input_type_to_index(settings.pop("input_type_to_index", {})),
-        section=_one_line(settings.pop("section", ""), "section", location),
+        section=one_line(settings.pop("section", ""), "section", location),
         overrides=_reason(settings.pop("overrides", None), location),
         divergence=declared.divergence if isinstance(declared, Declared) else None,
         location=location,
@@ -678,7 +290,7 @@ def _observation_types(value) -> tuple[tuple[int, str], ...]:
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             message = f"{what}: the keys are tensor argument counts (0, 1, 2, ...), not {count!r}"
             raise SpecFieldError(message, blame(value))
-        _observation_type(observation_type, f"{what}[{count}]", value)
+        to_observation_type(observation_type, f"{what}[{count}]", value)
     return tuple(value.items())
 
 
@@ -698,21 +310,6 @@ def _input_type_to_index(value) -> tuple[tuple[str, int], ...]:
                 f"{what}[{input_type!r}] must be an argument index (0, 1, 2, ...), not {index!r}", blame(value)
             )
     return tuple(value.items())
-
-
-def _text(value, what: str, location) -> str:
-    if not isinstance(value, str):
-        raise SpecFieldError(f"{what} must be a string, not {describe(value)}", location)
-    return value
-
-
-def _one_line(value, what: str, location) -> str:
-    """Text the generated module writes as a comment: a line break would end the comment there."""
-    text = _text(value, what, location)
-    if "\n" in text or "\r" in text:
-        message = f'{what} must be one line (it is written as a comment), e.g. {what}="conv + relu"'
-        raise SpecFieldError(message, location)
-    return text
 
 
 def _reason(value, location) -> str | None:
@@ -739,7 +336,7 @@ def _to_callable(value, what: str):
 @spec_function
 def function(template: str, name: str, **params) -> model.FunctionDef:
     """A callable written out from templates/functions/<template>.py.j2 with these params."""
-    _identifier(name, "function name", spec_location())
+    identifier(name, "function name", spec_location())
     converted = tuple((key, _param(key, value)) for key, value in params.items())
     return model.FunctionDef(name, template, converted, spec_location())
 
@@ -789,16 +386,15 @@ def _call_argument(value, what: str):
 @spec_function
 def sequential(fused_module: Ref) -> model.FunctionDef:
     """torch's `_sequential_wrapper2(fused)`: a fuser that wraps two modules in `fused`."""
-    ref = _to_ref(fused_module, "sequential()'s fused module", "nni.ConvReLU2d")
+    ref = to_ref(fused_module, "sequential()'s fused module", "nni.ConvReLU2d")
     class_name = ref.path.rsplit(".", 1)[-1]
-    return model.FunctionDef(
-        f"_fuse_{_snake_case(class_name)}", "sequential", (("fused_module", ref),), spec_location()
-    )
+    return model.FunctionDef(sequential_fuser_name(class_name), "sequential", (("fused_module", ref),), spec_location())
 
 
-def _snake_case(class_name: str) -> str:
+def sequential_fuser_name(class_name: str) -> str:
+    """The name of the fuser sequential(fused) writes: `_fuse_conv_relu2d` for nni.ConvReLU2d."""
     words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", class_name.replace("ReLU", "Relu"))
-    return words.lower()
+    return f"_fuse_{words.lower()}"
 
 
 @spec_function
@@ -817,36 +413,6 @@ def product(**axes) -> list[SimpleNamespace]:
 # ---------------------------------------------------------------------------
 # Declared differences from the reference builder
 # ---------------------------------------------------------------------------
-
-
-class Declared:
-    """A pattern wrapped in added()/changed()/removed(): a deliberate difference, with its reason.
-
-    It stands where the pattern stands (in config(...) or in a list of ops that a
-    helper passes to config), so the declaration sits at the line that makes the change.
-    """
-
-    __slots__ = ("divergence", "kind", "location", "pattern")
-
-    def __init__(self, kind: str, pattern, reason):
-        self.location = spec_location()
-        self.kind = kind
-        self.pattern = pattern
-        self.divergence = _divergence(kind, reason, f'{kind}(nn.Mish, "why")', self.location)
-
-    def unwrap(self, pattern, complex_format):
-        """config()'s pattern and pattern_complex_format with this wrapper taken off."""
-        if pattern is self:
-            return self.pattern, complex_format
-        return pattern, self.pattern
-
-    def removal(self, complex_format: bool, section: str = "") -> model.Removal:
-        what = "pattern_complex_format" if complex_format else "pattern"
-        pattern = to_pattern(self.pattern, what)
-        return model.Removal(pattern, self.divergence, complex_format, section, self.location)
-
-    def __repr__(self) -> str:
-        return f"{self.kind}({self.pattern!r})"
 
 
 def added(pattern, reason: str) -> Declared:
@@ -881,7 +447,7 @@ def _changed_dtype_config(value, reason):
     """
     location = spec_location()
     example = f'{value.name} = changed({type(value).__name__}(...), "why")'
-    divergence = _divergence("changed", reason, example, location)
+    divergence = declared_divergence("changed", reason, example, location)
     made_here = location is None or (value.location is not None and value.location.file == location.file
                                      and value.location.line >= location.line)  # fmt: skip
     if value.divergence is not None or not made_here:
@@ -889,13 +455,6 @@ def _changed_dtype_config(value, reason):
         message = f"changed() wraps the {type(value).__name__}(...) call itself, e.g. {example}, not {describe(value)}"
         raise SpecFieldError(message, location)
     return replace(value, divergence=divergence)
-
-
-def _divergence(kind: str, reason, example: str, location) -> model.Divergence:
-    """A declaration's difference, with the short one-line reason a reviewer reads."""
-    if not isinstance(reason, str) or not reason.strip() or any(c in reason.strip() for c in "\n\r"):
-        raise SpecFieldError(f"{kind}() needs a short one-line reason, e.g. {example}", location)
-    return model.Divergence(kind, reason.strip(), location)
 
 
 def _only_patterns(kind: str, value) -> None:
@@ -941,17 +500,7 @@ def flatten(configs, call: SourceLocation | None = None) -> tuple[model.PatternC
     return tuple(flat)
 
 
-def _identifier(value, what: str, location, example: str = "get_my_backend_config") -> str:
-    if not isinstance(value, str) or not value.isidentifier() or keyword.iskeyword(value):
-        message = f"{what} must be a Python identifier such as {example}, not {value!r}"
-        raise SpecFieldError(message, location)
-    read_as = unicodedata.normalize("NFKC", value)
-    if read_as != value:  # Python reads `get_ｘ` as `get_x`: the module would not define the name it exports
-        message = f"{what} {value!r} is read by Python as {read_as!r} (Unicode NFKC); write {read_as!r}"
-        raise SpecFieldError(message, location)
-    return value
-
-
+@_naming_code("reference")
 @spec_function
 def Backend(name: str, builder: str, doc: str, configs, dict_builder=None, reference=None, torch_builder=None):
     """One BackendConfig, returned by the generated function `builder`.
@@ -974,21 +523,17 @@ def Backend(name: str, builder: str, doc: str, configs, dict_builder=None, refer
     flat = flatten(configs, location)
     return model.Backend(
         name=name,
-        builder=_identifier(builder, "builder", at_argument(location, "builder")),
-        doc=_text(doc, "doc", at_argument(location, "doc")),
+        builder=identifier(builder, "builder", at_argument(location, "builder")),
+        doc=text(doc, "doc", at_argument(location, "doc")),
         configs=tuple(c for c in flat if isinstance(c, model.PatternConfig)),
         removals=tuple(c for c in flat if isinstance(c, model.Removal)),
-        dict_builder=None if dict_builder is None else _identifier(
+        dict_builder=None if dict_builder is None else identifier(
             dict_builder, "dict_builder", at_argument(location, "dict_builder")
         ),
         reference=reference,
         location=location,
         reference_location=reference_location if reference is not None else None,
     )
-
-
-class ModuleValue(SimpleNamespace):
-    """What Module(...) returns: the one value a spec file's MODULE may hold."""
 
 
 @spec_function
@@ -1006,16 +551,16 @@ def Module(doc: str, backends, exports=(), dtype_configs=(), name=None):
             message = f"backends must hold Backend(...) values, not {describe(backend)}"
             raise SpecFieldError(message, at_argument(location, "backends"))
     for export in exports:
-        _identifier(export, "an exported name", at_argument(location, "exports"))
+        identifier(export, "an exported name", at_argument(location, "exports"))
     for dtype_config in dtype_configs:
         if not isinstance(dtype_config, model.DTypeConfig):
             message = f"dtype_configs must hold DTypeConfig values, not {describe(dtype_config)}"
             raise SpecFieldError(message, at_argument(location, "dtype_configs"))
     if name is not None:
-        _identifier(name, "a module name", at_argument(location, "name"), "my_backend")
+        identifier(name, "a module name", at_argument(location, "name"), "my_backend")
     return ModuleValue(
         name=name,
-        doc=_text(doc, "doc", at_argument(location, "doc")),
+        doc=text(doc, "doc", at_argument(location, "doc")),
         backends=tuple(backends),
         exports=tuple(exports),
         dtype_configs=tuple(dtype_configs),

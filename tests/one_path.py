@@ -7,7 +7,7 @@ worker. The worker's compiled spec files and templates are kept by path and cont
 leaves unchanged instead of being compiled again under a new path, and the worker does not
 pile up one Jinja2 environment per test. A file a test changes has new bytes (Python) and a
 new modification time (Jinja2), so it is compiled again; the generator drops what it read
-from spec files' source at the start of each run (dsl.forget_source_files).
+from spec files' source at the start of each run (locations.forget_source_files).
 """
 
 import shutil

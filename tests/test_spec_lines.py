@@ -4,8 +4,7 @@ They must be the very lines f_lineno gives."""
 
 import textwrap
 
-from generator import dsl
-from generator.loading import loader
+from generator.loading import loader, locations
 from tests.conftest import copy_project
 
 
@@ -33,14 +32,14 @@ def test_every_spec_location_is_the_line_python_reports(monkeypatch, tmp_path):
                 nn.Sigmoid, dtype_configs)])])
     '''))
     pairs = []
-    real = dsl._line_number
+    real = locations._line_number
 
     def checking(frame):
         line = real(frame)
         pairs.append((line, frame.f_lineno))
         return line
 
-    monkeypatch.setattr(dsl, "_line_number", checking)
+    monkeypatch.setattr(locations, "_line_number", checking)
     loader.load_modules(project)
     assert len(pairs) > 100
     assert [line for line, _ in pairs] == [expected for _, expected in pairs]

@@ -231,6 +231,8 @@ spec._common.DEFAULT_OPS.pop()
 spec._common.DEFAULT_OPS.append(spec._common.DEFAULT_OPS[0])
 import generator.dsl
 generator.dsl.config = None
+import generator.loading.spec_values
+generator.loading.spec_values.spec_location = None
 """
 
 

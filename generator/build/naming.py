@@ -18,12 +18,12 @@ import builtins
 import contextlib
 from pathlib import Path
 
-from generator import digests, dsl
+from generator import digests
 from generator.build.expansion import ExpandedModule
 from generator.build.output_check import module_bindings
-from generator.dsl import at_argument
 from generator.errors import NameClashError
 from generator.freshness import manifest, planning
+from generator.loading.locations import at_argument, set_project_root
 from generator.model import SourceLocation
 
 _BUILTINS = frozenset(dir(builtins))
@@ -126,12 +126,12 @@ def chosen_names(module: ExpandedModule) -> list[str]:
 
 @contextlib.contextmanager
 def _locating(root: Path):
-    """dsl.at_argument reads the spec files of the project being built."""
-    dsl.set_project_root(root)
+    """at_argument reads the spec files of the project being built."""
+    set_project_root(root)
     try:
         yield
     finally:
-        dsl.set_project_root(None)
+        set_project_root(None)
 
 
 def _spec_names(module: ExpandedModule) -> dict[str, tuple[str, SourceLocation | None]]:

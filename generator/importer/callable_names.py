@@ -50,7 +50,7 @@ class CallableNamer:
         if fused is not None:
             class_name = getattr(fused, "__name__", "module")
             return model.FunctionDef(
-                f"_fuse_{dsl._snake_case(class_name)}", "sequential", (("fused_module", path_ref(fused, label, field)),)
+                dsl.sequential_fuser_name(class_name), "sequential", (("fused_module", path_ref(fused, label, field)),)
             )
         reason = None
         if factories.is_made(value):

@@ -31,7 +31,7 @@ from generator.errors import (
     SpecFieldError,
     SpecSyntaxError,
 )
-from generator.loading import compiled, model_cache, plain_values, reads, syntax
+from generator.loading import compiled, locations, model_cache, plain_values, reads, spellings, syntax
 from generator.model import ModuleSpec, SourceLocation
 from generator.project import spec_files
 
@@ -42,15 +42,16 @@ def spec_context(root: Path):
     on sys.path, and locations (names, lines) read from the spec files as they are now."""
     saved_path = list(sys.path)
     _forget_spec_package()
-    dsl.set_project_root(root)
-    dsl.forget_source_files()
+    locations.set_project_root(root)
+    locations.forget_source_files()
+    spellings.forget()
     sys.path.insert(0, str(root))
     try:
         with _compiled_once(str(root) + "/"):
             yield
     finally:
         sys.path[:] = saved_path
-        dsl.set_project_root(None)
+        locations.set_project_root(None)
         _forget_spec_package()
 
 
@@ -197,13 +198,13 @@ def _module_spec(root: Path, path: Path, relative: str, namespace) -> ModuleSpec
     if declared is None:
         raise SpecFieldError("spec file defines no `MODULE = Module(...)`", SourceLocation(relative, 1))
     if type(declared) is not dsl.ModuleValue:  # not isinstance: a spec class's __class__ could claim to be one
-        lines = [line for line, name in dsl._name_assignments(str(path)) if name == "MODULE"]
+        lines = [line for line, name in locations.name_assignments(str(path)) if name == "MODULE"]
         message = f"MODULE must be a Module(...), not {dsl.describe(declared)}"
         raise SpecFieldError(message, SourceLocation(relative, max(lines, default=1)))
     if declared.name is None:
         # The file's name is then the generated module's: `import generated.<name>` must work.
         what = "a spec file's name (it names the generated module)"
-        dsl._identifier(path.stem, what, SourceLocation(relative, 1), "my_backend")
+        dsl.identifier(path.stem, what, SourceLocation(relative, 1), "my_backend")
     return ModuleSpec(
         name=getattr(declared, "name", None) or path.stem,
         spec_file=relative,

@@ -27,7 +27,6 @@ import contextlib
 import functools
 import hashlib
 import importlib.machinery
-import inspect
 import os
 import sys
 import types
@@ -48,11 +47,16 @@ _namespace = types.ModuleType.__dict__["__dict__"].__get__
 _NEVER_THE_PROJECT_S = frozenset((*sys.builtin_module_names, "__main__"))
 _NOT_CACHED = object()  # no entry in sys.path_importer_cache (whose entries may be None)
 
-# Namespaces every load shares: a load may rebind names in them, but not for the next one.
-_SHARED_NAMESPACES = ("builtins", "generator.dsl", "generator.model")
-# The vocabulary's calls that name code by import path, and the argument that does:
-# a project module named there is an input although the load does not import it.
-_NAMING_CALLS = {"importable": "path", "Backend": "reference"}
+# Namespaces every load shares: a load may rebind names in them, but not for the next one. The vocabulary's
+# are generator.dsl and the modules its words are made of.
+_SHARED_NAMESPACES = (
+    "builtins",
+    "generator.dsl",
+    "generator.loading.spec_values",
+    "generator.loading.patterns",
+    "generator.loading.locations",
+    "generator.model",
+)
 
 _observer: Observer | None = None
 _hooked = False
@@ -88,34 +92,6 @@ class Observer:
     @contextlib.contextmanager
     def load(self):
         """Observe one load, on fresh project modules; yields the set of project files it read."""
-        with self._isolated_load() as read, self._naming_calls_noted(read):
-            yield read
-
-    @contextlib.contextmanager
-    def _naming_calls_noted(self, read: set[str]):
-        """While spec code runs, importable("my_pkg.fusers.fuse") notes my_pkg's files (restored after:
-        the vocabulary's namespace is one that _isolated_load restores)."""
-        from generator import dsl
-
-        for name, argument in _NAMING_CALLS.items():
-            setattr(dsl, name, self._noting(getattr(dsl, name), argument, read))
-        yield
-
-    def _noting(self, function, argument: str, read: set[str]):
-        signature = inspect.signature(function)
-
-        @functools.wraps(function)
-        def noting(*args, **kwargs):
-            with contextlib.suppress(TypeError):  # the call itself reports a wrong call
-                dotted = signature.bind_partial(*args, **kwargs).arguments.get(argument)
-                if isinstance(dotted, str):
-                    self.note_module(dotted, read)
-            return function(*args, **kwargs)
-
-        return noting
-
-    @contextlib.contextmanager
-    def _isolated_load(self):
         global _observer
         _install_hook()
         read: set[str] = set()
@@ -451,6 +427,15 @@ def note_read(filename: str) -> None:
     observer = _observer
     if observer is not None and observer._read is not None:
         observer.note_file(filename, observer._read)
+
+
+def note_module(dotted: str) -> None:
+    """Record the project files a dotted name (`my_backend.fusers.fuse`) would import as read by the load
+    under way (if one is): a spec names code by import path (importable(...), Backend(reference=...))
+    without importing it."""
+    observer = _observer
+    if observer is not None and observer._read is not None:
+        observer.note_module(dotted, observer._read)
 
 
 def _imported(name: str, module) -> bool:
