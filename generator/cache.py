@@ -151,7 +151,8 @@ class Cache:
             return []
 
     def prune(self, keep: int) -> None:
-        """Above `keep` entries, remove the older half: a kind found by content keeps contents long gone."""
+        """Above `keep` entries, remove the oldest down to half as many: a kind found by content would keep
+        the entries of contents long gone. Best effort, like every write."""
         names = self.names()
         if len(names) <= keep:
             return
@@ -162,7 +163,10 @@ class Cache:
             except OSError:
                 continue
         for _, name in sorted(entries)[: len(entries) - keep // 2]:
-            self.path(name).unlink(missing_ok=True)
+            try:
+                self.path(name).unlink(missing_ok=True)
+            except OSError:
+                continue
 
     def copy_to(self, root: Path) -> None:
         """Copy every entry into `root`'s cache of the same kind (no key names a project's folder); best effort."""

@@ -123,6 +123,8 @@ def test_corrupt_cache_files_are_rebuilt(x86_project, capsys):
             else:
                 kept.path(entry).write_bytes(planted[kept.kind])
         assert run(capsys, "--root", str(project), "check")[0] == 0, name
+        lint, entry = entries[0]
+        assert lint.read(entry).payload != planted[cache.LINT], name  # check lints again, and keeps its findings
         assert run(capsys, "--root", str(project), "regenerate", "--force", "--jobs", "1")[0] == 0, name
         for kept, entry in entries:
             rebuilt = kept.read(entry).payload
