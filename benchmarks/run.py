@@ -443,14 +443,14 @@ class Generator:
             raise SystemExit(f"regenerate --force failed on the scratch copy (exit {done.returncode})")
 
     def forget_lint_cache(self) -> None:
-        self._forget("lint-*.json")
+        self._forget("lint")
 
     def forget_torch_names(self) -> None:
-        self._forget("torch-names-*.json")
+        self._forget("torch-names")
 
-    def _forget(self, pattern: str) -> None:
-        for cached in (self.project / ".cache" / "generator").glob(pattern):
-            cached.unlink()
+    def _forget(self, kind: str) -> None:
+        """Empty one kind of the generator's cache (generator/cache.py)."""
+        shutil.rmtree(self.project / ".cache" / "generator" / kind, ignore_errors=True)
 
 
 def check_rows(generator: Generator, repeat: int) -> list[Row]:

@@ -202,8 +202,8 @@ def edit(path: Path, old: str, new: str) -> Callable[[], None]:
 
 def forget_format_cache(project: Project, module: str = "*") -> Callable[[], None]:
     def apply() -> None:
-        for path in (project.root / ".cache" / "generator").glob(f"format-generated_{module}.py.json"):
-            path.unlink()
+        for path in (project.root / ".cache" / "generator" / "format").glob(f"generated_{module}.py"):
+            path.unlink()  # the entry of each output's formatted pieces (generator/cache.py)
 
     return apply
 

@@ -5,9 +5,9 @@ Data flows one way: spec files -> model (frozen dataclasses) -> expansion -> ren
 which imports only from the layers before it:
 
 - base, the plain nouns at the top: `errors`, `model`, `spelling` (how model values
-  are written as Python), `digests`, `files` (atomic writes), `project` (where a
-  project keeps its files), `process` (work in a forked child), `heap`, `progress`,
-  `user_code` (running user code);
+  are written as Python), `digests`, `files` (atomic writes), `cache` (what a run
+  keeps for the next), `project` (where a project keeps its files), `process` (work
+  in a forked child), `heap`, `progress`, `user_code` (running user code);
 - `loading`: spec files -> model, with `dsl`, the vocabulary spec files import;
 - `freshness`: the manifest, and which generated files are out of date;
 - `build`: expansion, validation, rendering, formatting, checks, the matrix;

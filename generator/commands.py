@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import difflib
 import functools
-import json
 from pathlib import Path
 
-from generator import digests, errors, files, progress
+from generator import cache, digests, errors, files, progress
 from generator.freshness import manifest, planning
 
 OK, DIFFERENT = 0, 1
@@ -27,8 +26,7 @@ FIX_COMMAND = "python -m generator regenerate"
 
 def lint_findings(root: Path, targets, modules) -> list[str]:
     """The spec lint's findings, cached; `modules` are the expanded spec if already loaded."""
-    cache_file = planning.lint_cache_file(root, targets)
-    cached = _cached_findings(cache_file) if modules is None else None
+    cached = planning.kept_lint_findings(root, targets) if modules is None else None
     if cached is not None:
         return cached
     from generator.build import lint
@@ -41,23 +39,7 @@ def lint_findings(root: Path, targets, modules) -> list[str]:
     if modules is None:
         modules = [expand_module(m) for m in loader.load_modules(root, reuse=True, keep=True)]
     findings = [str(f) for f in lint.lint(modules)]
-    try:
-        for old in cache_file.parent.glob("lint-*.json"):
-            old.unlink(missing_ok=True)
-        files.write_if_changed(cache_file, json.dumps(findings, indent=1))
-    except (OSError, errors.WriteError):
-        pass  # a read-only checkout only loses the speed-up: the findings were computed
-    return findings
-
-
-def _cached_findings(cache_file: Path) -> list[str] | None:
-    """The cached findings; None when there are none or the file is corrupt (it is then rebuilt)."""
-    try:
-        findings = json.loads(cache_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(findings, list) or not all(isinstance(f, str) for f in findings):
-        return None
+    planning.keep_lint_findings(root, targets, findings)
     return findings
 
 
@@ -69,7 +51,7 @@ def report_lint(console, findings: list[str], strict: bool) -> None:
 
 
 def cmd_regenerate(args, console) -> int:
-    with files.project_lock(args.root, functools.partial(_say_waiting, console)):
+    with files.project_lock(cache.lock_file(args.root), functools.partial(_say_waiting, console)):
         return _regenerate(args, console)
 
 
@@ -99,7 +81,7 @@ def _regenerate(args, console) -> int:
 def cmd_matrix(args, console) -> int:
     if args.stdout:  # writes nothing
         return _matrix(args, console)
-    with files.project_lock(args.root, functools.partial(_say_waiting, console)):
+    with files.project_lock(cache.lock_file(args.root), functools.partial(_say_waiting, console)):
         return _matrix(args, console)
 
 

@@ -21,14 +21,15 @@ import os
 import re
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from generator.errors import WriteError
 
 NEW_FILE_MODE = 0o666  # before the umask, like open(path, "w")
 # .NAME.PID-TOKEN.tmp: the process that wrote it, and a token that tells two of its files apart.
 _TEMPORARY = re.compile(r"\..+\.(?P<pid>[0-9]+)-[0-9a-f]{8}\.tmp")
-LOCK_FILE = Path(".cache") / "generator" / "write.lock"
 
 
 def write_if_changed(path: Path, text: str) -> bool:
@@ -70,17 +71,21 @@ def _replace(path: Path, data: bytes) -> None:
         raise
 
 
-def keep_cache_file(path: Path, data: bytes) -> None:
-    """Write a cache file whole or not at all, best effort: a cache that cannot be written (a read-only
-    checkout, a folder in its place) only costs time on the next run, and leaves no temporary behind."""
+def keep_cache_file(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Write a cache file, whose bytes `write(stream)` writes, whole or not at all, best effort: a cache
+    that cannot be written (a read-only checkout, a folder in its place) only costs time on the next run,
+    and leaves no temporary behind. Whatever else `write` raises is raised, and nothing is written."""
     temporary = _temporary(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_bytes(data)
+        with temporary.open("wb") as stream:
+            write(stream)
         os.replace(temporary, path)  # whatever runs at the same time reads the old file or the new one
-    except OSError:
+    except BaseException as error:
         with contextlib.suppress(OSError):
             temporary.unlink(missing_ok=True)
+        if not isinstance(error, OSError):
+            raise
 
 
 def remove_stale_temporaries(folder: Path) -> None:
@@ -124,15 +129,16 @@ def ensure_writable(paths: list[Path]) -> None:
 
 
 @contextlib.contextmanager
-def project_lock(root: Path, waiting):
-    """Hold the project's write lock while the body runs; `waiting()` is called if another run holds it.
+def project_lock(lock_file: Path, waiting):
+    """Hold a project's write lock, `lock_file` (cache.lock_file), while the body runs; `waiting()` is
+    called if another run holds it.
 
-    A project whose .cache cannot be made (a read-only checkout) gets no lock:
+    A project whose cache folder cannot be made (a read-only checkout) gets no lock:
     nothing can be written there anyway, and ensure_writable says so.
     """
     try:
-        (root / LOCK_FILE).parent.mkdir(parents=True, exist_ok=True)
-        handle = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT, NEW_FILE_MODE)
+        lock_file.parent.mkdir(parents=True, exist_ok=True)
+        handle = os.open(lock_file, os.O_RDWR | os.O_CREAT, NEW_FILE_MODE)
     except OSError:
         yield
         return

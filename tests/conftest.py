@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from generator import heap  # noqa: E402
+from generator import cache, heap  # noqa: E402
 from tests import shared_builds  # noqa: E402  -- ROOT is on sys.path now
 
 GIT = shutil.which("git") or "git"
@@ -77,10 +77,11 @@ def copy_project(destination: Path) -> Path:
 
 def with_session_caches(project: Path) -> Path:
     """The session's caches (session_caches) put into project's cache folder, each where the warm build left it."""
-    for cache_file in session_caches():
-        relative = Path(*cache_file.parts[cache_file.parts.index(".cache") + 2 :])
-        (project / ".cache" / "generator" / relative).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(cache_file, project / ".cache" / "generator" / relative)
+    for kind, entries in session_caches():
+        kept = cache.Cache(project, kind)
+        kept.folder.mkdir(parents=True, exist_ok=True)
+        for entry in entries:
+            shutil.copy(entry, kept.folder / entry.name)
     return project
 
 
@@ -93,8 +94,9 @@ def warm(project: Path) -> None:
     pipeline.build(project, pipeline.load(project, validate=True), planning.plan(project))
 
 
-def session_caches() -> list[Path]:
-    """The caches of the committed spec, built once per test run by the first worker to copy a project.
+def session_caches() -> list[tuple[str, list[Path]]]:
+    """The caches of the committed spec, (kind, entries) built once per test run by the first worker to
+    copy a project.
 
     Built on first use rather than at the start of the run: a worker that starts with
     tests that copy no project (the FX flows) does not wait for the other one to build it.
@@ -102,9 +104,10 @@ def session_caches() -> list[Path]:
     if not shared_builds.SESSION_CACHE:
         project = shared_builds.built_once(shared_builds.SESSION_FACTORY[0], "warm-caches", warm)
         # Not the lint cache: tests see a first run's lint.
-        for kind in ("torch-names-*.json", "format-*.json", "checked-*.bin", "templates/*.bin"):
-            shared_builds.SESSION_CACHE.extend(sorted((project / ".cache" / "generator").glob(kind)))
-        assert shared_builds.SESSION_CACHE, "the warm build wrote no cache"
+        for kind in (cache.TORCH_NAMES, cache.FORMAT, cache.CHECKS, cache.TEMPLATES):
+            kept = cache.Cache(project, kind)
+            shared_builds.SESSION_CACHE.append((kind, [kept.path(name) for name in kept.names()]))
+        assert all(entries for _, entries in shared_builds.SESSION_CACHE), "the warm build wrote no cache"
     return shared_builds.SESSION_CACHE
 
 

@@ -6,7 +6,7 @@ files with no model, template or module-name cache. Each project holds only the
 committed spec files a test is about (tests/fewer_specs.py), so that each run renders less.
 
 Every run that reads what an earlier run left is a real one in a fresh interpreter (`run`):
-the generator keeps some of its caches in memory too (module names, compiled code, templates),
+the generator keeps some of its caches in memory too (compiled code, templates),
 and a run in this process could be served from there instead of from .cache/generator/. A run
 on a folder no run has touched yet (the first regenerate of a fresh copy, the truth's --force
 in a copy of its own) has nothing of its own to be served, in memory or on disk: it runs here

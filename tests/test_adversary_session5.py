@@ -3,6 +3,7 @@
 
 import pytest
 
+from generator import cache
 from tests.fewer_specs import fixture_of_projects_with_only
 from tests.test_adversary_session4 import assert_an_input_once_it_appears, doc_prefixed, run
 
@@ -55,7 +56,7 @@ def test_a_folder_a_load_listed_is_an_input(project_with_only):
 
 def _rendered_with(tmp_path, tag, marked=lambda value: True) -> str:
     """templates/module.py.j2 rendered by an environment whose `tag` filter and `marked` test are those
-    given, its compiled templates kept in tmp_path/cache (as the generator keeps them)."""
+    given, its compiled templates kept in tmp_path's cache (as the generator keeps them)."""
     import jinja2
 
     from generator.build.template_cache import TemplateBytecodeCache
@@ -64,7 +65,7 @@ def _rendered_with(tmp_path, tag, marked=lambda value: True) -> str:
     (tmp_path / "templates" / "module.py.j2").write_text("{{ 'x' | tag }}{{ 'y' is marked }}")
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(tmp_path / "templates")),
                              undefined=jinja2.StrictUndefined,
-                             bytecode_cache=TemplateBytecodeCache(tmp_path / "cache"))  # fmt: skip
+                             bytecode_cache=TemplateBytecodeCache(tmp_path))  # fmt: skip
     env.filters["tag"], env.tests["marked"] = tag, marked
     return env.get_template("module.py.j2").render(suffix="!")
 
@@ -76,7 +77,7 @@ def test_a_compiled_template_serves_no_environment_whose_filters_take_other_argu
     import jinja2
 
     assert _rendered_with(tmp_path, lambda value: value + "?") == "x?True"
-    assert len(list((tmp_path / "cache").glob("*.bin"))) == 1  # kept: what the next environment could reuse
+    assert len(cache.Cache(tmp_path, cache.TEMPLATES).names()) == 1  # kept: what the next environment could reuse
     with_context = jinja2.pass_context(lambda context, value: value + context["suffix"])
     assert _rendered_with(tmp_path, with_context, lambda value: False) == "x!False"
     marked_in_context = jinja2.pass_environment(lambda environment, value: environment is not None)

@@ -2,12 +2,13 @@
 whichever process meets a failure, the run says what rendering the modules in order (`--jobs 1`) says."""
 
 import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
-from generator import cli, errors
+from generator import cache, cli, errors
 from generator.build import check_memo, pipeline
 from tests import test_build_split
 from tests.conftest import ROOT
@@ -77,8 +78,7 @@ def test_what_the_checks_compile_warns_of_is_said_alike_whatever_the_jobs_and_th
     said = []
     for options, memo in ((["--jobs", "1"], "cold"), (["--jobs", "2"], "cold"), (["--jobs", "2"], "warm")):
         if memo == "cold":
-            for kept in (project / ".cache" / "generator").glob("checked-*.bin"):
-                kept.unlink()
+            shutil.rmtree(cache.Cache(project, cache.CHECKS).folder, ignore_errors=True)
         done = regenerate(project, *options)
         assert done.returncode == 0, done.stderr
         said.append(done.stderr)

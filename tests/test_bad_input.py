@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli
+from generator import cache, cli
 from generator.build import pipeline
 from generator.loading import loader
 from generator.model import Backend
@@ -42,7 +42,7 @@ def committed_models(factory) -> Path:
     def build(folder: Path) -> None:
         loader.load_modules(copy_with_only(factory, folder / "project", *SPEC_FILES), keep=True)
 
-    return built_once(factory, "bad-input-models", build) / "project" / ".cache" / "generator" / "models"
+    return cache.Cache(built_once(factory, "bad-input-models", build) / "project", cache.MODELS).folder
 
 
 def overlay(case: Path, project: Path) -> None:
@@ -80,7 +80,7 @@ def test_a_broken_input_gives_one_located_error_and_changes_nothing(case, comman
         # check executes every spec file for its lint, whatever the cache holds; a build that then finds the
         # error takes the unchanged files' loads from the model cache, as in a user's tree after an edit.
         # regenerate runs without one: its load executes every spec file, as on a new checkout.
-        shutil.copytree(committed_models(tmp_path_factory), project / ".cache" / "generator" / "models")
+        shutil.copytree(committed_models(tmp_path_factory), cache.Cache(project, cache.MODELS).folder)
     overlay(case, project)
     before = snapshot(project)
     code = cli.main(["--root", str(project), command])

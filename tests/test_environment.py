@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli, files
+from generator import cache, cli, files
 from generator.freshness import manifest, planning
 from generator.project import spec_files
 from tests.committed_copy import commit_all_once
@@ -502,7 +502,7 @@ def test_a_regenerate_waits_for_one_already_running_and_both_leave_a_tree_check_
     touch_x86(project)
     before = snapshot(project)
     command = [sys.executable, "-m", "generator", "--root", str(project), "regenerate", "--jobs", "1"]
-    with files.project_lock(project, waiting=lambda: None):  # as a running regenerate holds it
+    with files.project_lock(cache.lock_file(project), waiting=lambda: None):  # as a running regenerate holds it
         process = subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         said = process.stderr.readline()
         assert said == "warning: another regenerate or matrix is running in this project; waiting for it to finish\n"

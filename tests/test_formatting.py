@@ -6,7 +6,7 @@ import re
 import black
 import pytest
 
-from generator import cli
+from generator import cache, cli
 from generator.build import formatting, pipeline, rendering, resolution
 from tests.builders import GENERATED_MODULES
 from tests.conftest import ROOT
@@ -28,7 +28,7 @@ def rendered():
 
 
 def formatted(source, output, folder, monkeypatch):
-    """What the formatter makes of `source` with the cache in `folder`, and the texts black was given."""
+    """What the formatter makes of `source` with the cache of a project at `folder`, and the texts black was given."""
     given = []
     real = formatting.format_blocks
 
@@ -76,8 +76,14 @@ def test_a_new_entry_is_the_only_thing_black_formats(rendered, tmp_path, monkeyp
         assert len(given) == 1 and given[0].count(marker) == 1 and new_config in given[0]
 
 
-def _entries(path):
-    return json.loads(path.read_text())
+def format_entries(project):
+    """(the project's cache of formatted pieces, the names of its entries: one per output)."""
+    kept = cache.Cache(project, cache.FORMAT)
+    return kept, kept.names()
+
+
+def _entries(kept, name):
+    return kept.read(name), json.loads(kept.read(name).payload)
 
 
 def _altered(text):
@@ -85,29 +91,33 @@ def _altered(text):
     return text.replace("BackendPatternConfig", "BackendPatternConfog").replace("_config", "_confog")
 
 
-def _corrupt_text(path):
-    path.write_text(json.dumps({k: [_altered(t), c] for k, (t, c) in _entries(path).items()}))
+def _corrupt_text(kept, name):
+    _, pieces = _entries(kept, name)
+    altered = json.dumps({k: _altered(t) for k, t in pieces.items()}, sort_keys=True).encode()
+    kept.path(name).write_bytes(kept.path(name).read_bytes()[:64] + altered)  # the checksum of the sound entry
 
 
-def _forged_with_valid_checksums(path):
-    forged = {k: _altered(t) for k, (t, _) in _entries(path).items()}
-    path.write_text(json.dumps({k: [t, formatting._checksum(k, t)] for k, t in forged.items()}))
+def _forged_with_valid_checksums(kept, name):
+    entry, pieces = _entries(kept, name)
+    kept.put(entry.key, json.dumps({k: _altered(t) for k, t in pieces.items()}).encode(), name)
 
 
-def _truncated(path):
-    path.write_text(path.read_text()[: len(path.read_text()) // 2])
+def _truncated(kept, name):
+    data = kept.path(name).read_bytes()
+    kept.path(name).write_bytes(data[: len(data) // 2])
 
 
-def _wrong_shape(path):
-    path.write_text(json.dumps({k: {"text": t} for k, (t, _) in _entries(path).items()}))
+def _wrong_shape(kept, name):
+    entry, pieces = _entries(kept, name)
+    kept.put(entry.key, json.dumps({k: {"text": t} for k, t in pieces.items()}).encode(), name)
 
 
 @pytest.mark.parametrize("corrupt", [_corrupt_text, _forged_with_valid_checksums, _truncated, _wrong_shape])
 def test_a_corrupt_or_forged_cache_cannot_change_output(rendered, tmp_path, monkeypatch, corrupt):
     output, source, whole = rendered
     formatted(source, output, tmp_path, monkeypatch)
-    (cache_file,) = tmp_path.glob("format-*.json")
-    corrupt(cache_file)
+    kept, (name,) = format_entries(tmp_path)
+    corrupt(kept, name)
     text, given = formatted(source, output, tmp_path, monkeypatch)
     assert text == whole and given  # black formatted what it could not trust
     assert formatted(source, output, tmp_path, monkeypatch) == (whole, [])  # and the cache was made whole
@@ -118,10 +128,11 @@ def test_regenerate_with_a_forged_cache_writes_what_black_writes(project):
     (the two smallest, so that black has least to do again)."""
     outputs = [f"generated/{module}.py" for module in GENERATED_MODULES] + [MATRIX]
     assert cli.main(["--root", str(project), "regenerate", "--force", "--jobs", "1"]) == 0
-    cache_files = sorted((project / ".cache" / "generator").glob("format-*.json"), key=lambda p: p.stat().st_size)
-    assert len(cache_files) == len(GENERATED_MODULES) >= 2
-    _forged_with_valid_checksums(cache_files[0])
-    _truncated(cache_files[1])
+    kept, names = format_entries(project)
+    names.sort(key=lambda name: kept.path(name).stat().st_size)
+    assert len(names) == len(GENERATED_MODULES) >= 2
+    _forged_with_valid_checksums(kept, names[0])
+    _truncated(kept, names[1])
     assert cli.main(["--root", str(project), "regenerate", "--force", "--jobs", "2"]) == 0
     for output in outputs:
         assert (project / output).read_bytes() == (ROOT / output).read_bytes(), output
@@ -141,8 +152,9 @@ def test_torch_names_are_validated_once_black_has_the_new_pieces(project, monkey
     """Checking torch names waits for torch when one is new: the formatting workers are already at work by then
     (known names are checked once every module has been handed to them; a new one is looked up in a child,
     see tests/test_torch_speed.py)."""
-    cache_files = (project / ".cache" / "generator").glob("format-*.json")
-    min(cache_files, key=lambda p: p.stat().st_size).unlink()  # something new for black, and little
+    kept, names = format_entries(project)
+    smallest = min(names, key=lambda name: kept.path(name).stat().st_size)
+    kept.path(smallest).unlink()  # something new for black, and little
     (project / "spec" / "_common.py").write_text((project / "spec" / "_common.py").read_text() + "# an edit\n")
     events = []
     real_submit, real_finish = formatting.Formatter.submit, resolution.Validation.finish

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from generator import cli
+from generator import cache, cli
 from generator.build import pipeline
 from generator.build.expansion import torch_refs
 from generator.model import TorchRef
@@ -46,8 +46,14 @@ def regenerated_here(capfd, project, *args):
     return done
 
 
+def cache_entries(project, kind):
+    """The files of the entries of one kind in the project's cache."""
+    kept = cache.Cache(project, kind)
+    return [kept.path(name) for name in kept.names()]
+
+
 def template_cache_files(project):
-    return sorted((project / ".cache" / "generator" / "templates").glob("*.bin"))
+    return cache_entries(project, cache.TEMPLATES)
 
 
 def _literal_changed(data: bytes) -> bytes:
@@ -129,7 +135,7 @@ def test_compiled_templates_serve_the_project_copied_to_another_folder(tmp_path,
     from generator.build import rendering
 
     first = copy_inputs(tmp_path / "first")
-    rendering.preload(first / "templates", pipeline.cache_folder(first))
+    rendering.preload(first / "templates", first)
     second = tmp_path / "second"
     shutil.copytree(first, second)
     fresh = copy_inputs(tmp_path / "fresh")  # no cache: compiled here
@@ -141,7 +147,7 @@ def test_compiled_templates_serve_the_project_copied_to_another_folder(tmp_path,
         return compile_template(env, *args)
 
     monkeypatch.setattr(jinja2.Environment, "compile", counted_compile)
-    rendering.preload(second / "templates", pipeline.cache_folder(second))
+    rendering.preload(second / "templates", second)
     assert compiled == []
     env = rendering.make_environment(second / "templates")
     names = env.list_templates(extensions=["j2"])
@@ -232,7 +238,11 @@ def edit_x86(project):
 
 
 def model_entry(project, spec="fbgemm"):
-    return project / ".cache" / "generator" / "models" / f"spec_{spec}.py.pickle"
+    return cache.Cache(project, cache.MODELS).path(f"spec/{spec}.py")
+
+
+def kept_models(project):
+    return cache.Cache(project, cache.MODELS).folder
 
 
 def test_after_an_edit_to_one_spec_file_the_others_are_not_executed_again(counted, capfd):
@@ -262,7 +272,7 @@ def test_force_and_check_full_execute_every_spec_file(counted, capfd):
 
 
 def test_force_fills_the_model_cache_for_the_next_edit(counted, capfd):
-    shutil.rmtree(counted / ".cache" / "generator" / "models")
+    shutil.rmtree(kept_models(counted))
     regenerated_here(capfd, counted, "--force")
     assert runs(counted) == 2
     edit_x86(counted)
@@ -346,7 +356,7 @@ def test_diff_of_a_revision_takes_its_unchanged_spec_files_from_the_project_s_mo
         assert done.returncode == 1, done.stderr
         assert "x86:" in done.stdout and "spec/" in done.stdout  # the changed patterns, with their spec lines
         assert runs(counted) == before + executed_with_the_cache
-        kept = counted / ".cache" / "generator" / "models"
+        kept = kept_models(counted)
         shutil.copytree(kept, counted / "kept-models")
         shutil.rmtree(kept)
         uncached = here(capfd, counted, "diff", "--rev", "HEAD")
@@ -366,30 +376,30 @@ def test_diff_of_a_revision_takes_its_unchanged_spec_files_from_the_project_s_mo
 def _kept(project, relative="spec/fbgemm.py"):
     from generator.loading import model_cache
 
-    cache = model_cache.ModelCache(project)
-    module = cache.lookup(relative)
+    models = model_cache.ModelCache(project)
+    module = models.lookup(relative)
     assert module is not None
-    return cache, module
+    return models, module
 
 
 def _forged_doc(project, data):
     """The entry's module with another docstring, kept with a valid checksum: what only --force may ignore."""
     import dataclasses
 
-    cache, module = _kept(project)
-    cache.keep(dataclasses.replace(module, doc="A forged docstring."))
-    return cache._path(module.spec_file).read_bytes()
+    models, module = _kept(project)
+    models.keep(dataclasses.replace(module, doc="A forged docstring."))
+    return models.entries.path(module.spec_file).read_bytes()
 
 
 def _stale_read(project, data):
     """A valid entry that records another digest for spec/_common.py than the file has now."""
     import dataclasses
 
-    cache, module = _kept(project)
+    models, module = _kept(project)
     read = tuple((name, "0" * 64 if name == "spec/_common.py" else digest) for name, digest in module.read)
     assert read != module.read
-    cache.keep(dataclasses.replace(module, read=read))
-    return cache._path(module.spec_file).read_bytes()
+    models.keep(dataclasses.replace(module, read=read))
+    return models.entries.path(module.spec_file).read_bytes()
 
 
 class _Payload:
@@ -407,13 +417,14 @@ def marker(project):
 
 
 def _code(project, data):
-    """A valid header and checksum around a pickle that would run code."""
+    """A valid key, header and checksum around a pickle that would run code."""
     import pickle
 
-    cache, module = _kept(project)
+    models, module = _kept(project)
     header = json.dumps([module.spec_file, [list(pair) for pair in module.read]]).encode()
     body = len(header).to_bytes(4, "big") + header + pickle.dumps(_Payload(marker(project)))
-    return cache._checksum(body) + body
+    models.entries.put(models.entries.read(module.spec_file).key, body, module.spec_file)  # the sound entry's key
+    return models.entries.path(module.spec_file).read_bytes()
 
 
 ENTRY_CORRUPTIONS = {
@@ -455,34 +466,30 @@ def generator_run(project, *args):
                           cwd=project, env=env, capture_output=True, text=True)  # fmt: skip
 
 
-def kept_names(project):
-    return project / ".cache" / "generator" / "module-names.json"
+def kept_name(project, module="x86"):
+    """(the project's module-name cache, the entry that holds `module`, spec/x86.py's module name)."""
+    names = cache.Cache(project, cache.MODULE_NAMES)
+    [entry] = [name for name in names.names() if names.read(name).payload == module.encode()]
+    return names, entry
 
 
 def test_a_corrupt_module_name_cache_is_ignored(project):
-    from generator.freshness import planning
-
     assert generator_run(project, "check").returncode == 0
-    stored = json.loads(kept_names(project).read_text())
-    key = planning._ModuleNames.key("x86.py", (project / "spec" / "x86.py").read_bytes())
-    assert stored[key][0] == "x86"
-    stored[key][0] = "other"  # its checksum no longer holds
-    kept_names(project).write_text(json.dumps(stored))
+    names, entry = kept_name(project)
+    data = names.path(entry).read_bytes()
+    assert data.endswith(b"x86")
+    names.path(entry).write_bytes(data[: -len(b"x86")] + b"other")  # its checksum no longer holds
     done = generator_run(project, "check")
     assert done.returncode == 0, done.stdout + done.stderr
-    kept_names(project).write_bytes(os.urandom(200))
+    names.path(entry).write_bytes(os.urandom(200))
     done = generator_run(project, "check")
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_a_forged_module_name_makes_runs_fail_and_writes_nothing_elsewhere(project):
-    from generator.freshness import planning
-
     assert generator_run(project, "check").returncode == 0
-    stored = json.loads(kept_names(project).read_text())
-    key = planning._ModuleNames.key("x86.py", (project / "spec" / "x86.py").read_bytes())
-    stored[key] = ["forged", planning._name_checksum(key, "forged")]
-    kept_names(project).write_text(json.dumps(stored))
+    names, entry = kept_name(project)
+    names.put(names.read(entry).key, b"forged", entry)  # with its key, and a checksum that holds
     for command in ("check", "regenerate"):
         done = generator_run(project, command)
         assert done.returncode == 2, done.stdout + done.stderr
@@ -527,18 +534,20 @@ def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_aga
 
 
 def check_memo_entries(project):
-    return sorted((project / ".cache" / "generator").glob("checked-*.bin"))
+    return cache_entries(project, cache.CHECKS)
 
 
 def test_the_check_memo_serves_only_the_text_that_passed_and_a_corrupt_entry_is_checked_again(forced, capfd):
     project = forced  # regenerated with --force
     entries = check_memo_entries(project)
-    assert [e.name for e in entries] == [f"checked-{module}.bin" for module in sorted(GENERATED_MODULES)]
+    assert [e.name for e in entries] == sorted(GENERATED_MODULES)
+    zeros = {entry: b"\0" * len(entry.read_bytes()) for entry in entries}
     for entry in entries:
-        entry.write_bytes(b"\0" * 32)
+        entry.write_bytes(zeros[entry])
     regenerated_here(capfd, project, "--force")  # the memo is on disk alone: a run here reads it as a new process
     assert_committed_outputs(project)
-    assert all(len(e.read_bytes()) == 32 and e.read_bytes() != b"\0" * 32 for e in entries)
+    memo = cache.Cache(project, cache.CHECKS)
+    assert all(memo.read(e.name) is not None and e.read_bytes() != zeros[e] for e in entries)  # sound again
     spec = project / "spec" / "fbgemm.py"
     spec.write_text(spec.read_text().replace('builder="get_fbgemm_backend_config"', 'builder="type"'))
     for _ in range(2):  # a refused text is never remembered, so it is refused every time
@@ -553,7 +562,7 @@ def test_project_source_is_kept_compiled_on_disk_and_an_edit_or_a_corrupt_entry_
     project_with_only, monkeypatch
 ):
     """Each process compiled every spec file it ran; loader._compiled_once keeps the code in
-    .cache/generator/code/ under a digest of the source bytes, so a new process compiles none."""
+    the cache (cache.CODE) under a digest of the source bytes, so a new process compiles none."""
     project = project_with_only("fbgemm", "x86")  # two spec files importing spec/_common.py; fbgemm uses DEFAULT_OPS
     from importlib.machinery import SourceFileLoader
 
@@ -573,7 +582,7 @@ def test_project_source_is_kept_compiled_on_disk_and_an_edit_or_a_corrupt_entry_
 
     monkeypatch.setattr(SourceFileLoader, "source_to_code", counting)
     first = load_in_a_new_process()
-    entries = sorted((project / ".cache" / "generator" / "code").glob("code-project-*.bin"))
+    entries = [entry for entry in cache_entries(project, cache.CODE) if entry.name.startswith("project-")]
     assert len(entries) == len(compiled) > 0
     assert load_in_a_new_process() == first and compiled == []
 
@@ -611,14 +620,62 @@ def test_the_check_memo_is_keyed_by_the_checks_own_code(tmp_path):
 
 
 def test_a_cache_file_that_cannot_be_written_costs_nothing_and_leaves_no_temporary(tmp_path):
-    """Every cache goes through files.keep_cache_file: a folder where the file should be is no error."""
-    from generator import files
-
-    blocked = tmp_path / "cache" / "entry.bin"
+    """Every cache keeps its entries through one store (generator/cache.py), which writes each through
+    files.keep_cache_file: a folder where the entry should be, or where the cache folder should be, is no error."""
+    kept = cache.Cache(tmp_path, "kind")
+    blocked = kept.path("entry")
     blocked.mkdir(parents=True)
-    files.keep_cache_file(blocked, b"data")
+    kept.put(kept.key("a"), b"data", "entry")
     assert blocked.is_dir() and list(blocked.parent.iterdir()) == [blocked]
-    written = tmp_path / "cache" / "other.bin"
-    files.keep_cache_file(written, b"data")
-    assert written.read_bytes() == b"data"
-    assert sorted(p.name for p in blocked.parent.iterdir()) == ["entry.bin", "other.bin"]
+    kept.put(kept.key("b"), b"data", "other")
+    assert kept.get(kept.key("b"), "other") == b"data"
+    assert sorted(p.name for p in blocked.parent.iterdir()) == ["entry", "other"]
+    unwritable = tmp_path / "file"
+    unwritable.mkdir()
+    cache.folder(unwritable).parent.write_text("a file where the cache folder would be")
+    cache.Cache(unwritable, "kind").put(kept.key("b"), b"data", "other")
+    assert cache.Cache(unwritable, "kind").get(kept.key("b"), "other") is None
+    assert sorted(p.name for p in unwritable.iterdir()) == [cache.FOLDER.parts[0]]
+
+
+def test_a_cache_entry_is_used_only_whole_under_its_own_key_and_kind(tmp_path):
+    """The one entry format: key, checksum of key and payload, payload. A truncated, corrupt or
+    forged-without-checksum entry, one of another key or of another kind is not used; one whose payload
+    fails while it is written is not kept."""
+    kept = cache.Cache(tmp_path, "kind")
+    key = kept.key("input", b"bytes")
+    assert key != cache.Cache(tmp_path, "other").key("input", b"bytes") != kept.key("inp", b"utbytes")
+    kept.put(key, b"payload", "entry")
+    assert kept.get(key, "entry") == b"payload" and kept.read("entry") == cache.Entry(key, b"payload")
+    assert kept.get(kept.key("another input"), "entry") is None
+    path, data = kept.path("entry"), kept.path("entry").read_bytes()
+    for damaged in (data[:-1], data[:40], b"", data[:-1] + b"P", data[:64] + b"forged", b"\0" * len(data)):
+        path.write_bytes(damaged)
+        assert kept.get(key, "entry") is None and kept.read("entry") is None, damaged
+    path.write_bytes(data)
+    other = cache.Cache(tmp_path, "other")
+    other.folder.mkdir(parents=True, exist_ok=True)
+    other.path("entry").write_bytes(data)
+    assert other.get(other.key("input", b"bytes"), "entry") is None  # a foreign entry
+    kept.put(key, b"found by its key")
+    assert kept.get(key) == b"found by its key" and key.hex() in kept.names()
+
+    def failing(stream):
+        stream.write(b"half a payload")
+        raise ValueError("cannot be written")
+
+    with pytest.raises(ValueError):
+        kept.put_written(key, failing, "entry")
+    assert kept.get(key, "entry") == b"payload"  # the entry as it was, and no temporary beside it
+    assert sorted(kept.names()) == sorted(os.listdir(kept.folder))
+
+
+def test_a_cache_kind_found_by_content_is_pruned_to_its_newest_entries(tmp_path):
+    kept = cache.Cache(tmp_path, "kind")
+    for number in range(10):
+        kept.put(kept.key(str(number)), str(number).encode())
+        os.utime(kept.path(kept.key(str(number)).hex()), ns=(number * 10**9, number * 10**9))
+    kept.prune(10)
+    assert len(kept.names()) == 10
+    kept.prune(8)
+    assert [kept.get(kept.key(str(n))) for n in range(10)] == [None] * 6 + [b"6", b"7", b"8", b"9"]

@@ -6,6 +6,7 @@ old revision whose generated module does not compile: each gets its own answer
 through the real CLI, and regenerate repairs what is the generator's to repair.
 """
 
+import itertools
 import json
 import shutil
 import subprocess
@@ -13,7 +14,7 @@ import sys
 
 import pytest
 
-from generator import cli
+from generator import cache, cli
 from generator.freshness import planning
 from tests.conftest import ROOT, commit_all, git
 from tests.fewer_specs import copy_with_only
@@ -101,23 +102,33 @@ def test_a_python_file_of_the_users_own_in_generated_is_left_alone(x86_project, 
 
 
 def test_corrupt_cache_files_are_rebuilt(x86_project, capsys):
+    """The lint's and the torch names' cache entries, holding what is not UTF-8, not JSON or JSON of the wrong
+    shape: as files that are no entry at all, and as entries whose checksum holds (as only a forger writes them)."""
     project = x86_project
-    cache = project / ".cache" / "generator"
     assert run(capsys, "--root", str(project), "check")[0] == 0  # the lint cache exists
+    kinds = [cache.Cache(project, cache.LINT), cache.Cache(project, cache.TORCH_NAMES)]
     corrupt = {
         "not utf-8": b"\xff\xfe{",
         "not json": b"{ not json",
         "json of the wrong shape": json.dumps({"torch.nn.Conv2d": {"kinds": "module"}, "x": 1}).encode(),
     }
-    for name, data in corrupt.items():
-        files = [*cache.glob("lint-*.json"), *cache.glob("torch-names-*.json")]
-        assert len(files) == 2, files
-        for path in files:
-            path.write_bytes(data if "shape" not in name or "torch" in path.name else b'{"a": 1}')
+    for (name, data), sound_checksum in itertools.product(corrupt.items(), (False, True)):
+        entries = [(kept, entry) for kept in kinds for entry in kept.names()]
+        assert len(entries) == 2, entries
+        planted = {}
+        for kept, entry in entries:
+            planted[kept.kind] = data if "shape" not in name or kept.kind == cache.TORCH_NAMES else b'{"a": 1}'
+            if sound_checksum:
+                kept.put(kept.read(entry).key, planted[kept.kind], entry)
+            else:
+                kept.path(entry).write_bytes(planted[kept.kind])
         assert run(capsys, "--root", str(project), "check")[0] == 0, name
+        lint, entry = entries[0]
+        assert lint.read(entry).payload != planted[cache.LINT], name  # check lints again, and keeps its findings
         assert run(capsys, "--root", str(project), "regenerate", "--force", "--jobs", "1")[0] == 0, name
-        for path in files:
-            json.loads(path.read_text(encoding="utf-8"))  # rebuilt
+        for kept, entry in entries:
+            rebuilt = kept.read(entry).payload
+            assert rebuilt != planted[kept.kind] and isinstance(json.loads(rebuilt), (list, dict)), name
 
 
 def test_diff_with_a_committed_symlink_to_an_absolute_path(x86_project, capsys):

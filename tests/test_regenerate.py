@@ -1,10 +1,11 @@
 """regenerate reproduces the committed generated/ byte for byte, whatever the hash seed."""
 
 import os
+import shutil
 import subprocess
 import sys
 
-from generator import cli, files
+from generator import cache, cli, files
 from tests.builders import GENERATED_MODULES
 from tests.conftest import ROOT, copy_project
 
@@ -30,10 +31,9 @@ def test_forced_regenerate_is_byte_identical_to_committed_under_two_hash_seeds(t
         for output in outputs:
             (root / output).unlink()
     cold = roots[0]
-    cold_caches = cold / ".cache" / "generator"
-    for cached in [*cold_caches.glob("format-*.json"), *cold_caches.glob("checked-*.bin")]:
-        cached.unlink()  # and every module's text is checked, as on a new checkout
-    assert list((roots[1] / ".cache" / "generator").glob("format-*.json"))
+    for kind in (cache.FORMAT, cache.CHECKS):
+        shutil.rmtree(cache.Cache(cold, kind).folder)  # and every module's text is checked, as on a new checkout
+    assert cache.Cache(roots[1], cache.FORMAT).names()
     runs = [run_generator(root, "regenerate", "--force", seed=root.name) for root in roots]
     for run in runs:
         out, err = run.communicate()

@@ -27,7 +27,7 @@ from torch.ao.quantization.backend_config import get_fbgemm_backend_config
 from torch.ao.quantization.backend_config.x86 import get_x86_backend_config
 from torch.ao.quantization.fuser_method_mappings import _sequential_wrapper2
 
-from generator import cli, process
+from generator import cache, cli, process
 from generator.errors import UnknownTorchNameError
 from generator.model import SourceLocation
 from generator.review import callables, equality, sides
@@ -131,7 +131,7 @@ def x86_says_where(tmp_path_factory):
 def without_kept_loads(project):
     """The project with an empty model cache: every spec file must run again (else diff takes the loads
     regenerate kept, running nothing)."""
-    shutil.rmtree(project / ".cache" / "generator" / "models", ignore_errors=True)
+    shutil.rmtree(cache.Cache(project, cache.MODELS).folder, ignore_errors=True)
     return project
 
 
@@ -170,8 +170,9 @@ def outputs(project) -> dict[str, bytes]:
 
 
 def names_cache(project) -> dict:
-    (cache,) = (project / ".cache" / "generator").glob("torch-names-*.json")
-    return json.loads(cache.read_text())
+    names = cache.Cache(project, cache.TORCH_NAMES)
+    (entry,) = names.names()
+    return json.loads(names.read(entry).payload)
 
 
 def with_silu(project):
@@ -437,18 +438,19 @@ def _in_process(capsys, project) -> str:
 def test_a_generated_module_is_compiled_once_per_text_and_never_served_stale(tmp_path, monkeypatch) -> None:
     compiled = []
     monkeypatch.setattr(sides, "compile", lambda *args: compiled.append(args) or compile(*args), raising=False)
-    cache = tmp_path / ".cache" / "generator" / "code-generated_m.bin"
+    code_cache = cache.Cache(tmp_path, cache.CODE)
 
     def value(source: str) -> int:
-        code = sides._compiled(source, "generated/m.py", cache)
+        code = sides._compiled(source, "generated/m.py", tmp_path, "m")
         return sides._module_from_code("m", "generated/m.py", code).VALUE
 
     assert [value("VALUE = 1\n"), value("VALUE = 1\n")] == [1, 1]
     assert len(compiled) == 1  # the second run read the cache
     assert value("VALUE = 2\n") == 2  # the same length, another text
     assert len(compiled) == 2
-    data, two, three = cache.read_bytes(), marshal.dumps(2), marshal.dumps(3)
+    (entry,) = code_cache.names()
+    data, two, three = code_cache.path(entry).read_bytes(), marshal.dumps(2), marshal.dumps(3)
     assert data.count(two[1:]) == 1
-    cache.write_bytes(data.replace(two[1:], three[1:]))  # a corrupt entry that still loads: VALUE = 3
+    code_cache.path(entry).write_bytes(data.replace(two[1:], three[1:]))  # a corrupt entry that still loads: VALUE = 3
     assert value("VALUE = 2\n") == 2
     assert len(compiled) == 3

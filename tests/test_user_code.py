@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli
+from generator import cache, cli
 from generator.loading import loader
 from tests.conftest import ROOT, commit_all, copy_inputs, copy_project, git
 from tests.shared_builds import built_once
@@ -323,7 +323,7 @@ def test_what_a_spec_prints_never_reaches_standard_output(project, keep_only, ca
     assert matrix.returncode == 0, matrix.stderr
     assert matrix.stdout == (project / "docs" / "support-matrix.md").read_text()
     assert "printed by the spec" in matrix.stderr and "written to fd 1 by the spec" in matrix.stderr
-    shutil.rmtree(project / ".cache" / "generator" / "models")  # diff would take the load regenerate kept
+    shutil.rmtree(cache.Cache(project, cache.MODELS).folder)  # diff would take the load regenerate kept
     diff = run("diff", "--format", "json")  # HEAD against the working tree
     assert "printed by the spec" in diff.stderr  # the spec was loaded (for its lines) ...
     document = json.loads(diff.stdout)  # ... and standard output is JSON only

@@ -13,8 +13,8 @@ black is most of the cost of a regenerate, so it formats only what is new:
   skeleton) with one placeholder entry in their place.
 - Most entries need no black at all: entry_layout lays out the shapes the
   template renders exactly as black does, and says so only when it is sure.
-- Each formatted piece is kept in a content-addressed cache in
-  .cache/generator/, keyed by its unformatted text, black's version and mode,
+- Each formatted piece is kept in the project's cache (cache.FORMAT), by the
+  digest of its unformatted text, black's version and mode,
   so a one-op edit formats one entry per builder, and a forced regenerate of an
   unchanged spec formats nothing.
 
@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generator import files
+from generator import cache
 from generator.build.entry_layout import laid_out
 from generator.errors import FormattingError
 
@@ -188,24 +188,26 @@ def _code(text: str) -> str:
 class FormatCache:
     """Formatted pieces of one output file, by the digest of their unformatted text and black's style.
 
-    Stored as .cache/generator/format-<output>.json. An entry is used only when
-    its stored checksum matches (a truncated or corrupt file is not) and when it
-    is the same code as the unformatted text apart from what black changes; any
-    other entry is formatted again, so the cache can make a regenerate faster,
-    never different. The file keeps only the pieces of the last build.
+    Kept as one entry per output in the cache of the project at `root` (cache.FORMAT), under the key of
+    black's style. A piece is used only when the entry's checksum holds (a truncated or corrupt entry is
+    not) and when it is the same code as the unformatted text apart from what black changes; any other
+    piece is formatted again, so the cache can make a regenerate faster, never different. The entry
+    keeps only the pieces of the last build.
     """
 
-    def __init__(self, folder: Path | None, output: str):
-        self.path = folder / f"format-{re.sub(r'[^A-Za-z0-9_.-]', '_', output)}.json" if folder else None
+    def __init__(self, root: Path | None, output: str):
+        self.entries = cache.Cache(root, cache.FORMAT) if root is not None else None
+        self.output = output
         self.style = _style_key()
         self.stored = self._read()
         self.used: dict[str, str] = {}
-        self.changed = False  # a piece black formatted, or one the file lacked or held corrupt
+        self.changed = False  # a piece black formatted, or one the entry lacked or held corrupt
 
     def _read(self) -> dict:
+        kept = self.entries.get(self.entries.key(self.style), self.output) if self.entries else None
         try:
-            stored = json.loads(self.path.read_text(encoding="utf-8")) if self.path else {}
-        except (OSError, ValueError):
+            stored = json.loads(kept) if kept is not None else {}
+        except ValueError:
             return {}
         return stored if isinstance(stored, dict) else {}
 
@@ -213,12 +215,8 @@ class FormatCache:
         return hashlib.sha256((self.style + text).encode()).hexdigest()
 
     def lookup(self, piece: Piece) -> None:
-        key = self.key(piece.text)
-        entry = self.stored.get(key)
-        if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, str) for x in entry)):
-            return
-        formatted, checksum = entry
-        if checksum == _checksum(key, formatted) and _code(formatted) == _code(piece.text):
+        formatted = self.stored.get(self.key(piece.text))
+        if isinstance(formatted, str) and _code(formatted) == _code(piece.text):
             piece.formatted = formatted
             piece.cached = True
 
@@ -227,14 +225,10 @@ class FormatCache:
         self.changed = self.changed or not piece.cached
 
     def save(self) -> None:
-        if self.path is None or not (self.changed or self.used.keys() != self.stored.keys()):
+        if self.entries is None or not (self.changed or self.used.keys() != self.stored.keys()):
             return
-        entries = {key: [text, _checksum(key, text)] for key, text in self.used.items()}
-        files.keep_cache_file(self.path, json.dumps(entries, sort_keys=True).encode("utf-8"))
-
-
-def _checksum(key: str, formatted: str) -> str:
-    return hashlib.sha256(f"{key}\0{formatted}".encode()).hexdigest()[:16]
+        payload = json.dumps(self.used, sort_keys=True).encode("utf-8")
+        self.entries.put(self.entries.key(self.style), payload, self.output)
 
 
 # ---------------------------------------------------------------------------
@@ -264,13 +258,13 @@ class Formatter:
     """Formats modules' new pieces in forked worker processes, or inline for one job.
 
     Submit the largest modules first: on two cores a large block started last
-    leaves the other core idle. With `cache_folder`, formatted pieces are reused
+    leaves the other core idle. With `cache_root`, formatted pieces are reused
     across runs (see FormatCache); the cache is written on leaving the context.
     """
 
-    def __init__(self, jobs: int, cache_folder: Path | None = None):
+    def __init__(self, jobs: int, cache_root: Path | None = None):
         self.jobs = jobs
-        self.cache_folder = cache_folder
+        self.cache_root = cache_root
         self.pool: concurrent.futures.ProcessPoolExecutor | None = None
         self.caches: list[FormatCache] = []
 
@@ -294,11 +288,11 @@ class Formatter:
 
     def submit(self, source: str, output: str) -> Callable[[], str]:
         """Start formatting `source`; the returned callable waits for and returns the result."""
-        cache = FormatCache(self.cache_folder, output)
-        self.caches.append(cache)
+        pieces = FormatCache(self.cache_root, output)
+        self.caches.append(pieces)
         blocks = [Block(b) for b in split_blocks(source)]
         for piece in (p for b in blocks for p in b.pieces()):
-            cache.lookup(piece)
+            pieces.lookup(piece)
         tasks = self._start(blocks, output)
 
         def result() -> str:
@@ -307,7 +301,7 @@ class Formatter:
             texts = [_joined(block, output) for block in blocks]
             for piece in (p for b in blocks for p in b.pieces()):
                 if piece.formatted is not None:
-                    cache.keep(piece)
+                    pieces.keep(piece)
             return BLOCK_SEPARATOR.join(texts)
 
         return result
@@ -350,8 +344,8 @@ class Formatter:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
         if exc_type is None:
-            for cache in self.caches:
-                cache.save()
+            for pieces in self.caches:
+                pieces.save()
 
 
 class Job:

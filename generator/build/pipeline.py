@@ -55,7 +55,7 @@ def load_and_build(
     `reuse` takes unchanged spec files' loads from the model cache, `keep` keeps those made there
     (loader.load_modules).
     """
-    with Formatter(jobs, cache_folder(root)) as formatter:
+    with Formatter(jobs, root) as formatter:
         specs = loader.load_modules(root, reuse=reuse, keep=keep)
         with resolution.Validation(specs, root) as validation:
             try:
@@ -87,7 +87,7 @@ def build(
     before its results are awaited.
     """
     if formatter is None:
-        with Formatter(1, cache_folder(root)) as inline:
+        with Formatter(1, root) as inline:
             return build(root, modules, targets, inline, built, while_formatting)
     built = built or (lambda relative: None)
     by_name = {m.spec.name: m for m in modules}
@@ -95,7 +95,7 @@ def build(
     largest_first = sorted(wanted, key=lambda t: -_pattern_count(by_name[t.name]))
     templates = root / "templates"
     if wanted:  # before forking black's workers, which would each compile them; the matrix needs only its own
-        rendering.preload(templates, cache_folder(root))
+        rendering.preload(templates, root)
     pending, checked = _handed_to_the_formatter(root, [by_name[t.name] for t in largest_first], templates, formatter)
     texts = {}
     while_formatting()
@@ -205,7 +205,7 @@ def _rendered_and_checked_there(root: Path, modules: list[ExpandedModule]) -> tu
 
 def _passes_checks(root: Path, name: str, module: ExpandedModule, text: str) -> bool:
     digest = check_memo.key(text, module.spec.output, naming.chosen_names(module))
-    if check_memo.passed(cache_folder(root), name, digest):
+    if check_memo.passed(root, name, digest):
         return True  # this very text passed both checks with these names (see generator/build/check_memo.py)
     entry_lines = sum(len(b.backend.configs) + 1 for b in module.backends if b.backend.configs)
     try:
@@ -218,13 +218,8 @@ def _passes_checks(root: Path, name: str, module: ExpandedModule, text: str) -> 
     except Exception:  # noqa: BLE001 - checked again on black's text, which says what is wrong (compile's
         # RecursionError on a huge expression too: raised there, in order, by this process)
         return False
-    check_memo.remember(cache_folder(root), name, digest)
+    check_memo.remember(root, name, digest)
     return True
-
-
-def cache_folder(root: Path) -> Path:
-    """Where formatted pieces are kept between runs (see formatting.FormatCache)."""
-    return root / ".cache" / "generator"
 
 
 def _pattern_count(module: ExpandedModule) -> int:

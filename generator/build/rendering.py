@@ -68,11 +68,12 @@ def markdown_code(text: str) -> str:
     return fence + padded.replace("|", "\\|") + fence
 
 
-def preload(templates_dir: Path, cache_folder: Path | None = None) -> None:
-    """Compile every template now, or load it from `cache_folder` (see template_cache) when given."""
+def preload(templates_dir: Path, cache_root: Path | None = None) -> None:
+    """Compile every template now, or load it from the cache of the project at `cache_root` (see template_cache)
+    when given."""
     env = make_environment(templates_dir)
-    if cache_folder is not None:
-        env.bytecode_cache = TemplateBytecodeCache(cache_folder / "templates")
+    if cache_root is not None:
+        env.bytecode_cache = TemplateBytecodeCache(cache_root)
     for name in env.list_templates(extensions=["j2"]):
         env.get_template(name)
 

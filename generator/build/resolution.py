@@ -3,7 +3,7 @@
 This is the one stage that needs torch, and importing torch takes seconds. What
 it learns about each name (does it exist, is it a dtype / an nn.Module class /
 callable, what is its public spelling) depends only on the torch release, so it
-is cached per torch version in .cache/generator/. Only a spec that introduces a
+is cached per torch version (cache.TORCH_NAMES). Only a spec that introduces a
 name not seen before pays for the import.
 
 Pattern elements must use the object's public spelling (e.g. `F.avg_pool2d`, not
@@ -21,7 +21,7 @@ import pkgutil
 import sys
 from pathlib import Path
 
-from generator import digests, files, process, user_code
+from generator import cache, digests, process, user_code
 from generator.build import method_names
 from generator.errors import (
     GeneratorError,
@@ -29,7 +29,6 @@ from generator.errors import (
     TemplateRenderError,
     TorchKindError,
     UnknownTorchNameError,
-    WriteError,
 )
 from generator.model import (
     Call,
@@ -86,8 +85,9 @@ class Validation:
     def __init__(self, modules: list[ModuleSpec], root: Path, overlap: bool = True):
         self.root = root
         self.uses = list(_uses(modules))
-        self.cache_file = root / ".cache" / "generator" / f"torch-names-{_torch_version()}-v{FACTS_VERSION}.json"
-        self.facts = _read_cache(self.cache_file)
+        self.torch_version = _torch_version()
+        self.kept = cache.Cache(root, cache.TORCH_NAMES)
+        self.facts = _read_cache(self.kept.get(self._key(), self.torch_version))
         self.unknown: dict[str, TorchRef] = {}  # each new name at its first use, in the spec's order
         for ref, _, _ in self.uses:
             if ref.path not in self.facts:
@@ -119,11 +119,11 @@ class Validation:
         if method_error is not None:
             raise method_error
         self.facts.update(method_facts)
-        if self.lookup is not None:
-            try:
-                files.write_if_changed(self.cache_file, json.dumps(self.facts, indent=0, sort_keys=True))
-            except WriteError:
-                pass  # a read-only checkout only loses the speed-up
+        if self.lookup is not None:  # a read-only checkout only loses the speed-up
+            self.kept.put(self._key(), json.dumps(self.facts, indent=0, sort_keys=True).encode(), self.torch_version)
+
+    def _key(self) -> bytes:
+        return self.kept.key(self.torch_version, str(FACTS_VERSION))
 
     def __enter__(self) -> Validation:
         return self
@@ -279,10 +279,10 @@ def _torch_version() -> str:
         raise UnknownTorchNameError("torch is not installed; install the project first") from None
 
 
-def _read_cache(cache_file: Path) -> dict:
+def _read_cache(kept: bytes | None) -> dict:
     try:
-        cached = json.loads(cache_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # missing, or corrupt (not UTF-8, not JSON): rebuilt
+        cached = json.loads(kept) if kept is not None else {}
+    except ValueError:  # not UTF-8, not JSON: rebuilt
         return {}
     if not isinstance(cached, dict):
         return {}

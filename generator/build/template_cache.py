@@ -2,17 +2,17 @@
 
 Jinja2 turns a template into Python code (parse, generate, compile) on every
 run: a tenth of the CPU of a one-line spec edit. This cache keeps that code in
-.cache/generator/templates/, one file per template. A file is used only when
+the project's cache (cache.TEMPLATES), one entry per template. An entry is used only when
 it was made from the same template text, by the same Jinja2 and Python, with
-the same environment settings, and when its own checksum holds: an edited
-template is compiled again, and a truncated or corrupt file is ignored and
+the same environment settings (all of which make its key), and when its checksum holds: an edited
+template is compiled again, and a truncated or corrupt entry is ignored and
 replaced. Filters and tests are part of that setup: compiled code
 calls each as it takes arguments, and the compiler folds a filter given constants into its
 result; they are the generator's code, so a file is used only by the generator that made it.
-Like the interpreter's __pycache__, a file written on purpose to hold
+Like the interpreter's __pycache__, an entry written on purpose to hold
 other code is not detected; the cache is a build directory, not an input.
 
-A file is named after the template's name in templates/, not its absolute path
+An entry is named after the template's name in templates/, not its absolute path
 (Jinja2's default key): a project moved or copied elsewhere keeps its compiled
 templates. The code's file name, which Jinja2 reports template errors by, is
 set to where the template is now as the code is loaded.
@@ -29,7 +29,7 @@ from types import CodeType
 import jinja2
 from jinja2.bccache import Bucket
 
-from generator import digests, files
+from generator import cache, digests
 
 # Environment settings that change the code a template compiles to.
 _SETTINGS = (
@@ -49,14 +49,13 @@ _SETTINGS = (
     "autoescape",
     "is_async",
 )
-_CHECKSUM_SIZE = 32
 
 
 class TemplateBytecodeCache(jinja2.BytecodeCache):
-    """Jinja2's bytecode cache, in `folder`, checked as the module docstring says."""
+    """Jinja2's bytecode cache, in the cache of the project at `root`, checked as the module docstring says."""
 
-    def __init__(self, folder: Path):
-        self.folder = folder
+    def __init__(self, root: Path):
+        self.entries = cache.Cache(root, cache.TEMPLATES)
 
     def get_cache_key(self, name: str, filename: str | None = None) -> str:
         """The template's name alone (module.py.j2, functions/x.py.j2): one cache folder serves one templates/."""
@@ -69,26 +68,18 @@ class TemplateBytecodeCache(jinja2.BytecodeCache):
         return bucket
 
     def load_bytecode(self, bucket: Bucket) -> None:
-        try:
-            data = self._path(bucket).read_bytes()
-        except OSError:
-            return
-        stored, code = data[:_CHECKSUM_SIZE], data[_CHECKSUM_SIZE:]
-        if stored != self._checksum(bucket, code):
-            return  # another template text or setup, or a damaged file: compiled again
+        code = self.entries.get(self._key(bucket), bucket.key)
+        if code is None:
+            return  # another template text or setup, or a damaged entry: compiled again
         try:
             bucket.code = marshal.loads(code)
-        except Exception:  # noqa: BLE001 - a file that passes its checksum yet does not load is compiled again
+        except Exception:  # noqa: BLE001 - an entry that passes its checksum yet does not load is compiled again
             bucket.reset()
 
     def dump_bytecode(self, bucket: Bucket) -> None:
-        code = marshal.dumps(bucket.code)
-        files.keep_cache_file(self._path(bucket), self._checksum(bucket, code) + code)
+        self.entries.put(self._key(bucket), marshal.dumps(bucket.code), bucket.key)
 
-    def _path(self, bucket: Bucket) -> Path:
-        return self.folder / f"{bucket.key}.bin"
-
-    def _checksum(self, bucket: Bucket, code: bytes) -> bytes:
+    def _key(self, bucket: Bucket) -> bytes:
         """Ties the code to the template's text (bucket.checksum), this Jinja2, Python and settings."""
         env = bucket.environment
         setup = repr(
@@ -106,10 +97,9 @@ class TemplateBytecodeCache(jinja2.BytecodeCache):
                 [(name, _described(f)) for name, f in sorted(env.filters.items())],
                 [(name, _described(f)) for name, f in sorted(env.tests.items())],
                 _described(env.finalize),
-                digests.generator_code().hex(),
             )
         )
-        return hashlib.sha256(setup.encode() + b"\0" + code).digest()
+        return self.entries.key(setup, digests.generator_code())
 
 
 def _described(function) -> tuple:

@@ -12,20 +12,22 @@ the output name.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import functools
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator import digests, files
+from generator import cache, digests
 from generator.freshness import manifest
 from generator.loading import syntax
 from generator.project import spec_files
 
 MATRIX = "support-matrix"
 MATRIX_OUTPUT = Path("docs") / "support-matrix.md"
+_KEPT_MODULE_NAMES = 256  # names of contents long gone are pruned beyond this
+_LINT_ENTRY = "findings"  # one entry: the findings of the last inputs linted
 
 
 @dataclass(frozen=True)
@@ -185,16 +187,20 @@ def module_name(spec_file: Path) -> str:
     Read from the syntax tree so that `check` can map specs to outputs without
     executing them. Parsing a spec of thousands of patterns costs more than the
     rest of `check`, so the name is kept by the file's name and content (and this code's)
-    in .cache/generator/module-names.json; a kept name that is wrong can only make a
+    in the cache (cache.MODULE_NAMES); a kept name that is wrong can only make a
     run fail, never write elsewhere: a build compares it with the executed spec's.
     """
     source = spec_file.read_bytes()
-    names = _ModuleNames.of(spec_file.parent.parent)
-    key = names.key(spec_file.name, source)
-    name = names.get(key)
-    if name is None:
-        name = _parsed_module_name(spec_file)
-        names.put(key, name)
+    names = cache.Cache(spec_file.parent.parent, cache.MODULE_NAMES)
+    # The file's name too: without Module(name=...) it is the module's, so a renamed file or a twin is another.
+    key = names.key(_module_name_code(), spec_file.name, source)
+    kept = names.get(key)
+    if kept is not None:
+        with contextlib.suppress(UnicodeDecodeError):
+            return kept.decode("utf-8", "surrogatepass")
+    name = _parsed_module_name(spec_file)
+    names.put(key, name.encode("utf-8", "surrogatepass"))
+    names.prune(_KEPT_MODULE_NAMES)
     return name
 
 
@@ -211,50 +217,6 @@ def _parsed_module_name(spec_file: Path) -> str:
     return spec_file.stem
 
 
-class _ModuleNames:
-    """{key: [name, checksum]} in .cache/generator/module-names.json; a corrupt entry or file is ignored."""
-
-    _open: dict[Path, _ModuleNames] = {}
-    _KEPT = 256
-
-    def __init__(self, root: Path):
-        self.path = root / ".cache" / "generator" / "module-names.json"
-        try:
-            stored = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            stored = {}
-        self.stored = stored if isinstance(stored, dict) else {}
-
-    @classmethod
-    def of(cls, root: Path) -> _ModuleNames:
-        found = cls._open.get(root)
-        if found is None:
-            found = cls._open[root] = cls(root)
-        return found
-
-    @staticmethod
-    def key(file_name: str, source: bytes) -> str:
-        # The file's name too: without Module(name=...) it is the module's, so a renamed file or a twin is another.
-        return hashlib.sha256(_module_name_code() + file_name.encode() + b"\0" + source).hexdigest()
-
-    def get(self, key: str) -> str | None:
-        entry = self.stored.get(key)
-        if isinstance(entry, list) and len(entry) == 2 and all(isinstance(x, str) for x in entry):
-            if entry[1] == _name_checksum(key, entry[0]):
-                return entry[0]
-        return None
-
-    def put(self, key: str, name: str) -> None:
-        if len(self.stored) >= self._KEPT:
-            self.stored = {}  # names of contents long gone
-        self.stored[key] = [name, _name_checksum(key, name)]
-        files.keep_cache_file(self.path, json.dumps(self.stored, indent=0, sort_keys=True).encode("utf-8"))
-
-
-def _name_checksum(key: str, name: str) -> str:
-    return hashlib.sha256(f"{key}\0{name}".encode()).hexdigest()[:16]
-
-
 @functools.cache
 def _module_name_code() -> bytes:
     """The code that reads a module name: kept names made by other code are not used."""
@@ -262,13 +224,31 @@ def _module_name_code() -> bytes:
     return b"".join((generator / name).read_bytes() for name in ("freshness/planning.py", "loading/syntax.py")) + b"\0"
 
 
-def lint_cache_file(root: Path, targets: list[Target]) -> Path:
-    """Where the spec lint's findings for the current inputs are cached.
+def kept_lint_findings(root: Path, targets: list[Target]) -> list[str] | None:
+    """The spec lint's findings for the current inputs, if kept (cache.LINT), else None.
 
     The findings are a pure function of the spec and generator files that the
     targets' inputs cover, plus the lint's own code; executing the spec to
     recompute them is most of what `check` would otherwise spend.
     """
+    kept = cache.Cache(root, cache.LINT).get(_lint_key(targets), _LINT_ENTRY)
+    try:
+        findings = json.loads(kept) if kept is not None else None
+    except ValueError:  # not UTF-8, or not JSON: the lint runs again
+        return None
+    if not isinstance(findings, list) or not all(isinstance(f, str) for f in findings):
+        return None
+    return findings
+
+
+def keep_lint_findings(root: Path, targets: list[Target], findings: list[str]) -> None:
+    """Keep the findings for the current inputs in place of any others (an unwritable cache costs time only)."""
+    lints, key = cache.Cache(root, cache.LINT), _lint_key(targets)
+    payload = json.dumps(findings, indent=1).encode()
+    if lints.get(key, _LINT_ENTRY) != payload:
+        lints.put(key, payload, _LINT_ENTRY)
+
+
+def _lint_key(targets: list[Target]) -> bytes:
     lint_code = (Path(__file__).parent.parent / "build" / "lint.py").read_bytes()
-    key = hashlib.sha256("".join(t.inputs for t in targets).encode() + lint_code).hexdigest()
-    return root / ".cache" / "generator" / f"lint-{key}.json"
+    return cache.key(cache.LINT, lint_code, *(t.inputs for t in targets))

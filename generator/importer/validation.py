@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from generator import cache
 from generator.errors import GeneratorError, ImportedSpecRefusedError
 
 
@@ -61,7 +62,4 @@ def _helpers_of(spec: Path, copy: Path) -> None:
 
 def _names_cache_of(root: Path, copy: Path) -> None:
     """The project's torch-names cache, so that validating the copy imports only new names."""
-    cache = root / ".cache" / "generator"
-    for cache_file in cache.glob("torch-names-*.json") if cache.is_dir() else ():
-        (copy / ".cache" / "generator").mkdir(parents=True, exist_ok=True)
-        shutil.copy2(cache_file, copy / ".cache" / "generator" / cache_file.name)
+    cache.Cache(root, cache.TORCH_NAMES).copy_to(copy)

@@ -1,32 +1,33 @@
-"""Compiled code kept on disk between runs, under a digest of everything it was compiled from.
+"""Compiled code kept between runs in the cache (cache.CODE), one entry per source file.
 
-An entry is the key, a checksum of key and code, and the marshalled code. An entry of another
-key (another text, file name or Python), or a corrupt one, is compiled again and replaced, so
-the cache can make a run faster, never different.
+An entry is found by the file it was compiled from and used only under the key of what it is
+compiled from now (the text, the file name, the Python): an edited file's entry, or a corrupt
+one, is compiled again and replaced, so the cache can make a run faster, never different.
 """
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import types
 from collections.abc import Callable
 from pathlib import Path
 
-from generator import files
+from generator import cache
 
 
-def cached(cache: Path, key: bytes, compile_it: Callable[[], types.CodeType]) -> types.CodeType:
-    """The code `compile_it` makes, read from `cache` when that holds it under the 32-byte `key`."""
-    try:
-        stored = cache.read_bytes()
-        if stored[:32] == key and hashlib.sha256(stored[:32] + stored[64:]).digest() == stored[32:64]:
-            code = marshal.loads(stored[64:])
+def cached(root: Path, name: str, parts: tuple, compile_it: Callable[[], types.CodeType]) -> types.CodeType:
+    """The code `compile_it` makes, kept in `root`'s cache as entry `name`, under the key of `parts`:
+    everything the code is compiled from."""
+    entries = cache.Cache(root, cache.CODE)
+    key = entries.key(*parts)
+    kept = entries.get(key, name)
+    if kept is not None:
+        try:
+            code = marshal.loads(kept)
             if isinstance(code, types.CodeType):
                 return code
-    except (OSError, ValueError, EOFError, TypeError):
-        pass  # missing or unreadable: compiled again
+        except (ValueError, EOFError, TypeError):
+            pass  # a sound checksum around what does not load: compiled again
     code = compile_it()
-    data = marshal.dumps(code)
-    files.keep_cache_file(cache, key + hashlib.sha256(key + data).digest() + data)
+    entries.put(key, marshal.dumps(code), name)
     return code

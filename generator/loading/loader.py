@@ -78,11 +78,11 @@ def _compiled_once(project_prefix: str):
         key = (str(path), bytes(data))
         code = _COMPILED.get(key)
         if code is None:
-            how = repr((_compiler(), args, sorted(kwargs.items()))).encode()
-            digest = hashlib.sha256(b"\0".join([how, os.fsencode(path), key[1]]))
+            how = repr((_compiler(), args, sorted(kwargs.items())))
             code = compiled.cached(
-                _code_cache(project_prefix, str(path)),
-                digest.digest(),
+                Path(project_prefix),
+                _code_name(str(path)),
+                (how, os.fsencode(path), key[1]),
                 lambda: compile_source(self, data, path, *args, **kwargs),
             )
             if len(data) > _LARGE_SOURCE:
@@ -103,10 +103,9 @@ def _compiler() -> str:
     return f"{sys.version}\0{MAGIC_NUMBER.hex()}\0{sys.flags.optimize}"
 
 
-def _code_cache(project_prefix: str, path: str) -> Path:
-    """Where a project file is kept compiled between runs: each process would compile every spec file."""
-    name = hashlib.sha256(os.fsencode(path)).hexdigest()[:24]
-    return Path(project_prefix) / ".cache" / "generator" / "code" / f"code-project-{name}.bin"
+def _code_name(path: str) -> str:
+    """The cache entry a project file is kept compiled in between runs: each process would compile every spec file."""
+    return "project-" + hashlib.sha256(os.fsencode(path)).hexdigest()[:24]
 
 
 def load_modules(

@@ -2,12 +2,12 @@
 
 `regenerate` needs every spec module (the support matrix is made from all of
 them), yet after an edit to spec/x86.py the other spec files read exactly what
-they read last time. Each successful load is kept in
-.cache/generator/models/, with the project files it read and their digests
+they read last time. Each successful load is kept in the cache
+(cache.MODELS), with the project files it read and their digests
 (`ModuleSpec.read`, what the manifest records for its output). An entry is used
 only when every one of those files has the same digest now, when it was written
 by this very generator (the digest of every file in generator/) under this
-Python, and when its checksum holds; anything else (an edit, another generator,
+Python (all three make its key), and when its checksum holds; anything else (an edit, another generator,
 a truncated or corrupt file, one that holds anything but the model's own
 classes) is ignored, the spec file executed and the entry replaced.
 
@@ -19,20 +19,14 @@ does `matrix`, which shows what every spec file prints.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
-import os
 import pickle
-import re
 import sys
 from pathlib import Path
 
-from generator import digests, model
+from generator import cache, digests, model
 from generator.model import ModuleSpec
-
-_FORMAT = b"model-cache 1"
-_CHECKSUM_SIZE = 32
 
 
 class ModelCache:
@@ -43,27 +37,24 @@ class ModelCache:
     def __init__(self, root: Path, files: Path | None = None):
         self.root = root
         self.files = root if files is None else files
-        self.folder = root / ".cache" / "generator" / "models"
-        self._setup: bytes | None = None
+        self.entries = cache.Cache(root, cache.MODELS)
 
     def lookup(self, relative: str) -> ModuleSpec | None:
         """The kept load of spec file `relative` ("spec/x86.py") if it is valid now, else None."""
-        try:
-            data = self._path(relative).read_bytes()
-        except OSError:
-            return None
-        stored, body = data[:_CHECKSUM_SIZE], data[_CHECKSUM_SIZE:]
-        if stored != self._checksum(body):
+        entry = self.entries.read(relative)
+        if entry is None:
             return None
         try:
-            size = int.from_bytes(body[:4], "big")
-            kept_relative, read = json.loads(body[4 : 4 + size])
+            size = int.from_bytes(entry.payload[:4], "big")
+            kept_relative, read = json.loads(entry.payload[4 : 4 + size])
             # The reads first: most entries a run looks at after an edit are stale, and unpickling costs.
             if kept_relative != relative or relative not in dict(read):
                 return None
             if not all(self._digest(name) == digest for name, digest in read):
                 return None
-            module = _ModelUnpickler(io.BytesIO(body[4 + size :])).load()
+            if entry.key != self._key(relative, read):
+                return None  # made by another generator or Python, or for other reads
+            module = _ModelUnpickler(io.BytesIO(entry.payload[4 + size :])).load()
         except Exception:  # noqa: BLE001 - whatever a damaged entry raises, the spec file is executed instead
             return None
         if not isinstance(module, ModuleSpec) or module.spec_file != relative:
@@ -73,59 +64,26 @@ class ModelCache:
     def keep(self, module: ModuleSpec) -> None:
         """Keep a load that just ran; a cache that cannot be written only costs time on the next run."""
         assert self.files == self.root, "only the project's own loads are kept"
-        temporary = None
-        try:
-            header = json.dumps([module.spec_file, [list(pair) for pair in module.read]]).encode()
-            path = self._path(module.spec_file)
-            self.folder.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            with temporary.open("wb") as stream:
-                # The pickle goes to the file frame by frame, never whole in memory (a large spec's model
-                # pickles to tens of megabytes); the checksum, which comes first, is written last.
-                stream.write(bytes(_CHECKSUM_SIZE))
-                body = _Checksummed(stream, self._checksum_start())
-                body.write(len(header).to_bytes(4, "big") + header)
-                pickle.dump(module, body, protocol=pickle.HIGHEST_PROTOCOL)
-                stream.seek(0)
-                stream.write(body.digest.digest())
-            os.replace(temporary, path)  # whole or not at all, whatever runs at the same time
-        except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError, ValueError):
-            if temporary is not None:
-                temporary.unlink(missing_ok=True)
+        read = [list(pair) for pair in module.read]
+        header = json.dumps([module.spec_file, read]).encode()
 
-    def _path(self, relative: str) -> Path:
-        return self.folder / (re.sub(r"[^A-Za-z0-9_.-]", "_", relative) + ".pickle")
+        def write(stream) -> None:
+            # The pickle goes to the file frame by frame, never whole in memory (a large spec's model
+            # pickles to tens of megabytes).
+            stream.write(len(header).to_bytes(4, "big") + header)
+            pickle.dump(module, stream, protocol=pickle.HIGHEST_PROTOCOL)
+
+        try:
+            self.entries.put_written(self._key(module.spec_file, read), write, module.spec_file)
+        except (pickle.PicklingError, TypeError, AttributeError, RecursionError, ValueError):
+            pass  # a model that does not pickle is executed again next time
 
     def _digest(self, name: str) -> str:
         return digests.input_digest(self.files, name)  # as spec_reads records what a load read
 
-    def _checksum(self, body: bytes) -> bytes:
-        digest = self._checksum_start()
-        digest.update(body)
-        return digest.digest()
-
-    def _checksum_start(self):
-        """The checksum of an entry before its body: it covers this generator and Python, then the body."""
-        if self._setup is None:
-            self._setup = _setup()
-        return hashlib.sha256(self._setup)
-
-
-class _Checksummed:
-    """A binary stream that also adds everything written to it to a checksum."""
-
-    def __init__(self, stream, digest):
-        self.stream = stream
-        self.digest = digest
-
-    def write(self, data) -> int:
-        self.digest.update(data)
-        return self.stream.write(data)
-
-
-def _setup() -> bytes:
-    """What, besides the files a load reads, decides what it makes: this generator's code and Python."""
-    return hashlib.sha256(_FORMAT + b"\0" + sys.version.encode() + b"\0" + digests.generator_code()).digest()
+    def _key(self, relative: str, read: list) -> bytes:
+        """What, with the files a load reads, decides what it makes: this generator's code and Python."""
+        return self.entries.key(sys.version, digests.generator_code(), relative, json.dumps(read))
 
 
 class _ModelUnpickler(pickle.Unpickler):

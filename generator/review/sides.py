@@ -249,7 +249,7 @@ def import_generated(root: Path, name: str) -> types.ModuleType:
     if not path.exists():
         raise NothingToCompareError(f"nothing to compare: generated/{name}.py does not exist")
     try:
-        code = _compiled(path.read_text(encoding="utf-8"), str(path), code_cache(root, name))
+        code = _compiled(path.read_text(encoding="utf-8"), str(path), root, name)
         return _module_from_code(f"generated.{name}", str(path), code)
     except Exception as error:
         raise GeneratedModuleError(f"generated/{name}.py fails to import: {type(error).__name__}: {error}") from None
@@ -267,18 +267,13 @@ def _module_from_code(name: str, filename: str, code: types.CodeType) -> types.M
     return module
 
 
-def _compiled(source: str, filename: str, cache: Path) -> types.CodeType:
-    """The module's code; kept in `cache` with a digest of the text, the file name and the Python that
-    compiled it, and a checksum: compiling every generated module takes a tenth of a second, and the
-    same ones are compared run after run. An entry of another text, another Python, or corrupt is
+def _compiled(source: str, filename: str, root: Path, module: str) -> types.CodeType:
+    """The module's code; kept in `root`'s cache (loading/compiled.py) under a digest of the text, the file
+    name and the Python that compiled it: compiling every generated module takes a tenth of a second, and
+    the same ones are compared run after run. An entry of another text, another Python, or corrupt is
     compiled again, so the cache can make a diff faster, never different."""
-    key = hashlib.sha256(f"{sys.version}\0{MAGIC_NUMBER.hex()}\0{filename}\0{source}".encode()).digest()
-    return compiled.cached(cache, key, lambda: compile(source, filename, "exec"))
-
-
-def code_cache(root: Path, module: str) -> Path:
-    """Where generated/MODULE.py is kept compiled for diff --against-torch (see `_compiled`)."""
-    return root / ".cache" / "generator" / f"code-generated_{module}.bin"
+    parts = (sys.version, MAGIC_NUMBER.hex(), filename, source)
+    return compiled.cached(root, f"generated_{module}", parts, lambda: compile(source, filename, "exec"))
 
 
 def dtype_names(module: types.ModuleType) -> dict[int, str]:
