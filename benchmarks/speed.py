@@ -53,8 +53,8 @@ measured for the tree at REV, side by side:
   its interval (order statistics, as above; with few pairs the whole range, whose
   coverage is printed beside it). The status compares the interval with 1 + --within
   (default 0.10): "ok" when all of it is at most that, "MISSED" when all of it is
-  over, "~" otherwise, and for a figure of one pair (with --quick, the figures of
-  seconds), which says nothing of the spread.
+  over, "~" otherwise, and for a figure of one pair (--quick runs several once),
+  which says nothing of the spread.
 
 A bad REV, a repository without it (a shallow clone) or a missing git is one line
 and exit 2. The report never asserts, and otherwise exits 0.
