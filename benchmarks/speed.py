@@ -168,11 +168,11 @@ def print_paired_table(figures: Sequence[Figure], within: float) -> None:
 
 def print_rows(rows: Sequence[Sequence[str]]) -> None:
     """The first column left-aligned, the next right-aligned, then the status; a note after the last column."""
-    last = len(rows[0]) - 2  # the status column
-    widths = [max(len(row[i]) for row in rows) for i in range(last + 1)]
+    status = len(rows[0]) - 2  # the status column
+    widths = [max(len(row[i]) for row in rows) for i in range(status + 1)]
     for index, row in enumerate(rows):
-        cells = [row[0].ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(row[1:last], widths[1:last])]
-        print(" | ".join([*cells, row[last].ljust(widths[last])]) + (f"  {row[-1]}" if row[-1] else ""))
+        cells = [row[0].ljust(widths[0])] + [cell.rjust(w) for cell, w in zip(row[1:status], widths[1:status])]
+        print(" | ".join([*cells, row[status].ljust(widths[status])]) + (f"  {row[-1]}" if row[-1] else ""))
         if index == 0:
             print("-+-".join("-" * w for w in widths))
 
