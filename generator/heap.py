@@ -40,7 +40,7 @@ frozen_for_good = False
 def freeze_for_good() -> None:
     """Collect, then keep what the process holds now out of every later collection (a long-lived
     process that runs the generator many times: the test session). A spec load then collects only
-    the young generations it made (spec_loading), instead of freezing and unfreezing around itself."""
+    the young generations it made (loading/loader.py), instead of freezing and unfreezing around itself."""
     global frozen_for_good
     gc.collect()
     gc.freeze()

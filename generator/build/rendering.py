@@ -3,7 +3,7 @@
 Templates live in templates/ (module.py.j2, and one file per kind of generated
 function in templates/functions/). Rendering is strict: an undefined template
 variable is an error, never an empty string. How each value is spelt in Python
-is decided in source_spelling.
+is decided in generator/spelling.py.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ class ModelCache:
             pass  # a model that does not pickle is executed again next time
 
     def _digest(self, name: str) -> str:
-        return digests.input_digest(self.files, name)  # as spec_reads records what a load read
+        return digests.input_digest(self.files, name)  # as loading/reads.py records what a load read
 
     def _key(self, relative: str, read: list) -> bytes:
         """What, with the files a load reads, decides what it makes: this generator's code and Python."""

@@ -410,7 +410,7 @@ class _MissedImportNoter:
 @contextlib.contextmanager
 def unobserved():
     """Files read inside are not inputs of the load under way: a search through every spec file
-    (number_spelling's) reads files that do not shape the output; note_read() names those that do."""
+    (loading/spellings.py's) reads files that do not shape the output; note_read() names those that do."""
     observer = _observer
     if observer is None or observer._busy:
         yield

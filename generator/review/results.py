@@ -1,6 +1,6 @@
 """What `diff` finds, backend by backend: plain records, without torch.
 
-`compare.backend_diff` fills them from two BackendConfigs; `review_formats`
+`changes.backend_diff` fills them from two BackendConfigs; `formats`
 prints them. They live apart from the comparator so that a diff that builds
 nothing (every generated module the same on both sides, or a stale tree) never
 imports torch.
