@@ -12,7 +12,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from generator import heap  # noqa: E402
-from tests import shared_builds  # noqa: E402  -- ROOT is on sys.path now
+from tests.support import shared_builds  # noqa: E402  -- ROOT is on sys.path now
 
 GIT = shutil.which("git") or "git"
 
@@ -50,7 +50,7 @@ def commit_all(project: Path, message: str = "base") -> Path:
 
 
 # pytest imports this file as `conftest`, the test modules as `tests.conftest`: two modules, so
-# what the session shares is kept in the one module tests.shared_builds.
+# what the session shares is kept in the one module tests.support.shared_builds.
 
 
 def copy_inputs(destination: Path) -> Path:
@@ -69,8 +69,8 @@ def copy_project(destination: Path) -> Path:
     cache entry can only make a run faster, never different: tests/test_formatting.py),
     its check memo, so that the static checks of a generated module (a third of a
     forced regenerate's CPU) run only on texts a test changes: an entry skips them only
-    for the very text, names and checking code that passed them (tests/test_load_speed.py),
-    and its compiled templates, which serve any copy of the same templates (tests/test_load_speed.py).
+    for the very text, names and checking code that passed them (tests/test_caches.py),
+    and its compiled templates, which serve any copy of the same templates (tests/test_caches.py).
     """
     return with_session_caches(copy_inputs(destination))
 
@@ -110,7 +110,8 @@ def session_caches() -> list[Path]:
 
 @pytest.fixture(scope="session", autouse=True)
 def remember_the_session_s_temporary_folders(tmp_path_factory):
-    """copy_project builds the session's caches in the run's shared temporary folder (tests/shared_builds.py)."""
+    """copy_project builds the session's caches in the run's shared temporary folder
+    (tests/support/shared_builds.py)."""
     shared_builds.SESSION_FACTORY.append(tmp_path_factory)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.fewer_specs import fixture_of_projects_with_only
+from tests.support.projects import fixture_of_projects_with_only
 
 project_with_only = fixture_of_projects_with_only()
 

@@ -2,7 +2,7 @@
 
 import black
 
-from tests.test_format_speed import assert_same_black
+from tests.test_entry_layout import assert_same_black
 
 QUOTED_SPEC = '''"""A backend whose fuser is a partial with a string holding single quotes."""
 

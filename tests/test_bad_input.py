@@ -21,9 +21,9 @@ from generator.build import pipeline
 from generator.loading import loader
 from generator.model import Backend
 from tests.conftest import ROOT
-from tests.fewer_specs import copy_with_only
-from tests.restored_project import project_restored_before_each_test
-from tests.shared_builds import built_once
+from tests.support.projects import copy_with_only
+from tests.support.restoring import project_restored_before_each_test
+from tests.support.shared_builds import built_once
 from tests.test_matrix import parse_matrix
 
 CASES = sorted(p for p in (ROOT / "tests" / "bad_specs").iterdir() if p.is_dir())

@@ -12,10 +12,10 @@ from generator import cli
 from generator.build import pipeline
 from generator.build.expansion import torch_refs
 from generator.model import TorchRef
-from tests.builders import GENERATED_MODULES
 from tests.conftest import ROOT, commit_all, copy_inputs, copy_project
-from tests.fewer_specs import fixture_of_projects_with_only
-from tests.shared_builds import worker_copy
+from tests.support.builders import GENERATED_MODULES
+from tests.support.projects import fixture_of_projects_with_only
+from tests.support.shared_builds import worker_copy
 
 project_with_only = fixture_of_projects_with_only()
 
@@ -289,7 +289,7 @@ def test_import_and_diff_take_unchanged_spec_files_from_the_model_cache(counted,
     """import (refusing a backend name another spec file uses; with --force, what the file it replaces
     builds) and diff (the spec lines of the working tree; the builders and lines of --against-torch)
     load the spec as regenerate does: an unchanged file's load comes from the model cache."""
-    builder = "tests.user_builder:get_user_backend_config"
+    builder = "tests.support.user_builder:get_user_backend_config"
     for args in (["import", builder, "--name", "mine"], ["import", builder, "--name", "mine", "--force"]):
         done = here(capfd, counted, *args)
         assert done.returncode == 0, done.stderr

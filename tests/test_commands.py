@@ -14,7 +14,7 @@ from generator import cli
 from generator.freshness import planning
 from generator.loading import loader
 from tests.conftest import ROOT, commit_all
-from tests.one_path import copy_at_one_path, project_at_one_path
+from tests.support.one_path import copy_at_one_path, project_at_one_path
 
 project = project_at_one_path("commands")  # a fresh copy per test, at one path (see there)
 
@@ -22,7 +22,7 @@ project = project_at_one_path("commands")  # a fresh copy per test, at one path 
 @pytest.fixture
 def project_with_only(tmp_path_factory):
     """project_with_only(*names): a fresh copy of the project holding only those committed spec files
-    (tests/fewer_specs.py), at one path, as `project` is: for tests about a few backends, whose runs
+    (tests/support/projects.py), at one path, as `project` is: for tests about a few backends, whose runs
     would otherwise load and build every spec file."""
 
     return lambda *names: copy_at_one_path(tmp_path_factory, "commands-fewer", *names)

@@ -55,7 +55,7 @@ from generator.review.equality import (
     compare_pattern_configs,
     diff_backend_configs,
 )
-from tests.builders import REFERENCED
+from tests.support.builders import REFERENCED
 
 # Every reference builder (torch's), each compared with itself and mutated.
 BUILDERS: dict[str, Callable[[], BackendConfig]] = {b.id: b.theirs() for b in REFERENCED}

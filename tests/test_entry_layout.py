@@ -8,8 +8,8 @@ import pytest
 
 from generator.build import check_memo, entry_layout, formatting, output_check, pipeline, rendering
 from generator.freshness import planning
-from tests import random_entries
 from tests.conftest import ROOT
+from tests.support import random_entries
 
 MODE = black.Mode()
 
@@ -209,7 +209,7 @@ def test_each_module_is_checked_once_while_black_formats(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pipeline, "check_module", check)
     monkeypatch.setattr(formatting.Formatter, "submit", submit)
-    monkeypatch.setattr(check_memo, "passed", lambda *args: False)  # every text checked (the memo: test_load_speed)
+    monkeypatch.setattr(check_memo, "passed", lambda *args: False)  # every text checked (the memo: test_caches)
     modules = pipeline.load(ROOT, validate=False)
     targets = [t for t in planning.plan(ROOT) if not t.is_matrix]
     with formatting.Formatter(1, tmp_path) as formatter:

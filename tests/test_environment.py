@@ -23,11 +23,11 @@ import pytest
 from generator import cli, files
 from generator.freshness import manifest, planning
 from generator.project import spec_files
-from tests.committed_copy import commit_all_once
 from tests.conftest import ROOT, git
-from tests.fewer_specs import copy_with_only
-from tests.one_path import project_at_one_path
-from tests.shared_builds import built_once
+from tests.support.committed_copy import commit_all_once
+from tests.support.one_path import project_at_one_path
+from tests.support.projects import copy_with_only
+from tests.support.shared_builds import built_once
 from tests.test_bad_input import snapshot
 
 COMMANDS = {

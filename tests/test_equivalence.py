@@ -20,9 +20,9 @@ from torch.ao.quantization.backend_config import BackendConfig, DTypeConfig
 from generator import cli
 from generator.review.divergence import split_differences, torch_key
 from generator.review.equality import _pattern_key, compare_pattern_configs
-from tests.builders import BUILDERS, GENERATED_MODULES, REFERENCED, _module_from_file, discover
 from tests.conftest import ROOT
-from tests.fewer_specs import fixture_of_projects_with_only
+from tests.support.builders import BUILDERS, GENERATED_MODULES, REFERENCED, _module_from_file, discover
+from tests.support.projects import fixture_of_projects_with_only
 
 project_with_only = fixture_of_projects_with_only()
 

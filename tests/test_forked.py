@@ -31,10 +31,10 @@ from generator import cli, process
 from generator.errors import UnknownTorchNameError
 from generator.model import SourceLocation
 from generator.review import diff, equality
-from tests.builders import discover
 from tests.conftest import ROOT, commit_all
-from tests.fewer_specs import copy_with_only, fixture_of_projects_with_only
-from tests.shared_builds import worker_copy
+from tests.support.builders import discover
+from tests.support.projects import copy_with_only, fixture_of_projects_with_only
+from tests.support.shared_builds import worker_copy
 
 # The tests below that run the generator on a project need only the spec files they are about (and the
 # session's caches, which know every committed spec's torch names): the others would only be loaded,

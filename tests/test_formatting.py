@@ -8,9 +8,9 @@ import pytest
 
 from generator import cli
 from generator.build import formatting, pipeline, rendering, resolution
-from tests.builders import GENERATED_MODULES
 from tests.conftest import ROOT
-from tests.one_path import project_at_one_path
+from tests.support.builders import GENERATED_MODULES
+from tests.support.one_path import project_at_one_path
 
 project = project_at_one_path("formatting")  # a fresh copy per test, at one path (see there)
 
@@ -140,7 +140,7 @@ def test_a_builder_whose_list_opens_on_a_line_too_long_is_what_black_makes_of_it
 def test_torch_names_are_validated_once_black_has_the_new_pieces(project, monkeypatch):
     """Checking torch names waits for torch when one is new: the formatting workers are already at work by then
     (known names are checked once every module has been handed to them; a new one is looked up in a child,
-    see tests/test_torch_speed.py)."""
+    see tests/test_forked.py)."""
     cache_files = (project / ".cache" / "generator").glob("format-*.json")
     min(cache_files, key=lambda p: p.stat().st_size).unlink()  # something new for black, and little
     (project / "spec" / "_common.py").write_text((project / "spec" / "_common.py").read_text() + "# an edit\n")

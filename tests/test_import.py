@@ -23,12 +23,12 @@ from generator.build.resolution import load_object
 from generator.loading import loader
 from generator.model import TorchRef
 from generator.review.equality import compare_backend_configs
-from tests.builders import discover
 from tests.conftest import ROOT, copy_project
-from tests.shared_builds import built_once, computed_once
+from tests.support.builders import discover
+from tests.support.shared_builds import built_once, computed_once
 
-USER_BUILDER = "tests.user_builder.get_user_backend_config"
-LEGACY_BUILDER = "tests.legacy_builder.get_legacy_backend_config"
+USER_BUILDER = "tests.support.user_builder.get_user_backend_config"
+LEGACY_BUILDER = "tests.support.legacy_builder.get_legacy_backend_config"
 
 
 
@@ -160,13 +160,13 @@ def test_the_user_spec_names_what_the_author_named(imported):
     # dtypes spelt as the author spelt them (torch.float, not torch.float32)
     assert re.search(r"bias_dtype=torch\.float\b", spec) and "torch.float32" not in spec
     # the author's own fuser is imported, torch's closure is sequential(...)
-    assert 'fuser_method=importable("tests.user_builder.fuse_linear_relu")' in spec
+    assert 'fuser_method=importable("tests.support.user_builder.fuse_linear_relu")' in spec
     assert "fuser_method=sequential(nni.ConvReLU2d)" in spec
     # the list shared by seven patterns is named once and used by name
     assert "user_default_dtype_configs = [user_default_dtype_config]" in spec
     assert spec.count("user_default_dtype_configs)") + spec.count("user_default_dtype_configs,") == 7
     generated = outputs[USER_BUILDER][0].read_text()
-    assert "from tests.user_builder import fuse_linear_relu" in generated
+    assert "from tests.support.user_builder import fuse_linear_relu" in generated
 
 
 def test_factory_closures_and_partials_are_written_as_the_calls_that_make_them(imported):
@@ -176,12 +176,13 @@ def test_factory_closures_and_partials_are_written_as_the_calls_that_make_them(i
     project, _references, outputs = imported
     spec = (project / "spec" / "legacy.py").read_text()
     for written in (
-        'fuser_method=call(importable("tests.legacy_builder.reverse_sequential_wrapper2"), nni.ConvReLU2d)',
-        'fuser_method=call(importable("tests.legacy_builder.reverse2"), fusers.fuse_conv_bn)',
-        'fuser_method=call(importable("tests.legacy_builder.reverse3"), fusers.fuse_conv_bn_relu)',
-        'fuser_method=call(importable("tests.legacy_builder.make_fuser"), nni.LinearReLU)',
-        'importable("tests.legacy_builder.make_checked_fuser"), nni.ConvReLU1d, qat_allowed=False',
-        'fuser_method=partial(importable("tests.legacy_builder.fuse_with"), nni.ConvReLU3d)',
+        "fuser_method=call(\n" + " " * 24
+        + 'importable("tests.support.legacy_builder.reverse_sequential_wrapper2"), nni.ConvReLU2d\n' + " " * 20 + "),",
+        'fuser_method=call(importable("tests.support.legacy_builder.reverse2"), fusers.fuse_conv_bn)',
+        'fuser_method=call(importable("tests.support.legacy_builder.reverse3"), fusers.fuse_conv_bn_relu)',
+        'fuser_method=call(importable("tests.support.legacy_builder.make_fuser"), nni.LinearReLU)',
+        'importable("tests.support.legacy_builder.make_checked_fuser"), nni.ConvReLU1d, qat_allowed=False',
+        'fuser_method=partial(importable("tests.support.legacy_builder.fuse_with"), nni.ConvReLU3d)',
         "call(fusers._sequential_wrapper2, nni.BNReLU2d)",
     ):
         assert written in spec, written
@@ -223,7 +224,7 @@ def test_import_never_overwrites_a_spec_without_force(project, capsys):
     assert spec.read_text() == before
     code, out = run(capsys, "--root", str(project), "import", target(USER_BUILDER), "--name", "fbgemm", "--force")
     assert code == 0, out
-    assert 'reference="tests.user_builder.get_user_backend_config"' in spec.read_text()
+    assert 'reference="tests.support.user_builder.get_user_backend_config"' in spec.read_text()
 
 
 def test_import_refuses_a_backend_name_another_spec_file_uses(project, capsys):
@@ -247,31 +248,33 @@ def test_import_refuses_a_backend_name_another_spec_file_uses(project, capsys):
     "given, message",
     [
         ("no_such_module:get_x", "error: cannot import no_such_module: ModuleNotFoundError: "),
-        ("tests.user_builder:get_nothing", "error: tests.user_builder has no function 'get_nothing'"),
-        ("tests.user_builder", "error: 'tests.user_builder': expected MODULE:FUNCTION"),
+        ("tests.support.user_builder:get_nothing", "error: tests.support.user_builder has no function 'get_nothing'"),
+        ("tests.support.user_builder", "error: 'tests.support.user_builder': expected MODULE:FUNCTION"),
         (
-            "tests.user_builder:get_not_a_backend_config",
-            "error: tests.user_builder:get_not_a_backend_config() returned dict, not a BackendConfig",
+            "tests.support.user_builder:get_not_a_backend_config",
+            "error: tests.support.user_builder:get_not_a_backend_config() returned dict, not a BackendConfig",
         ),
         (
-            "tests.user_builder:get_unnamed_closure_backend_config",
+            "tests.support.user_builder:get_unnamed_closure_backend_config",
             "error: pattern (nn.Conv2d, nn.ReLU): cannot name fuser_method "
-            "tests.user_builder.get_unnamed_closure_backend_config.<locals>.fuse_reversed: it is local to "
+            "tests.support.user_builder.get_unnamed_closure_backend_config.<locals>.fuse_reversed: it is local to "
             "get_unnamed_closure_backend_config(), which returns a BackendConfig, not a callable; define it",
         ),
         (
-            "tests.user_builder:get_raising_backend_config",
-            "error: tests.user_builder:get_raising_backend_config() raised RuntimeError: this backend needs a license",
+            "tests.support.user_builder:get_raising_backend_config",
+            "error: tests.support.user_builder:get_raising_backend_config() raised RuntimeError: "
+            "this backend needs a license",
         ),
         (
-            "tests.user_builder:get_default_named_backend_config",
-            "error: tests.user_builder:get_default_named_backend_config() returns a BackendConfig with torch's "
+            "tests.support.user_builder:get_default_named_backend_config",
+            "error: tests.support.user_builder:get_default_named_backend_config() returns a BackendConfig with torch's "
             'default empty name, which a spec cannot give a backend; name it in the builder: BackendConfig("',
         ),
         (
-            "tests.legacy_builder:get_local_class_backend_config",
-            "error: pattern (nn.Conv2d, nn.ReLU): cannot name fuser_method tests.legacy_builder.make_fuser.<locals>"
-            ".fuse: it holds tests.legacy_builder.get_local_class_backend_config.<locals>.LocalConvReLU, which has "
+            "tests.support.legacy_builder:get_local_class_backend_config",
+            "error: pattern (nn.Conv2d, nn.ReLU): cannot name fuser_method "
+            "tests.support.legacy_builder.make_fuser.<locals>.fuse: it holds "
+            "tests.support.legacy_builder.get_local_class_backend_config.<locals>.LocalConvReLU, which has "
             "no import path; define it, or the factory that makes it and each argument it is given, at module level",
         ),
     ],
@@ -286,11 +289,11 @@ def test_import_refuses_with_one_line_and_writes_nothing(project, capsys, given,
 
 
 NOT_PLAIN_FUNCTIONS = {
-    "partial": ("tests.user_builder:get_partial_backend_config", []),
-    "lambda": ("tests.user_builder:get_lambda_backend_config", ["--name", "lambda_builder"]),
-    "staticmethod": ("tests.user_builder:Vendor.get_backend_config", []),
-    "callable object": ("tests.user_builder:get_object_backend_config", []),
-    "empty BackendConfig": ("tests.user_builder:get_empty_backend_config", []),
+    "partial": ("tests.support.user_builder:get_partial_backend_config", []),
+    "lambda": ("tests.support.user_builder:get_lambda_backend_config", ["--name", "lambda_builder"]),
+    "staticmethod": ("tests.support.user_builder:Vendor.get_backend_config", []),
+    "callable object": ("tests.support.user_builder:get_object_backend_config", []),
+    "empty BackendConfig": ("tests.support.user_builder:get_empty_backend_config", []),
 }
 
 
@@ -309,9 +312,9 @@ def test_any_builder_callable_imports_to_a_spec_that_regenerates_equal(project, 
         ours = getattr(load_generated(project / module.output), backend.builder)()
         theirs = load_object(TorchRef(reference))()  # Vendor.get_backend_config is not a module's name
         assert compare_backend_configs(reference, ours, theirs) == []
-    assert written["tests.user_builder.get_empty_backend_config"][1].configs == ()
-    assert written["tests.user_builder.get_lambda_backend_config"][1].builder == "get_lambda_backend_config"
-    assert written["tests.user_builder.get_partial_backend_config"][1].doc == (
+    assert written["tests.support.user_builder.get_empty_backend_config"][1].configs == ()
+    assert written["tests.support.user_builder.get_lambda_backend_config"][1].builder == "get_lambda_backend_config"
+    assert written["tests.support.user_builder.get_partial_backend_config"][1].doc == (
         "Return the `BackendConfig` of one of this vendor's backends."
     )
 
@@ -319,8 +322,8 @@ def test_any_builder_callable_imports_to_a_spec_that_regenerates_equal(project, 
 @pytest.mark.parametrize(
     "given, options",
     [
-        ("tests.user_builder:get_lambda_backend_config", []),  # the default name, lambda, is a keyword
-        ("tests.user_builder:get_partial_backend_config", ["--name", "class"]),
+        ("tests.support.user_builder:get_lambda_backend_config", []),  # the default name, lambda, is a keyword
+        ("tests.support.user_builder:get_partial_backend_config", ["--name", "class"]),
     ],
 )
 def test_import_refuses_a_spec_name_that_is_a_keyword(project, capsys, given, options):
@@ -341,7 +344,7 @@ def test_import_writes_nothing_regenerate_would_refuse(project, capsys, monkeypa
     monkeypatch.setattr(spec_writer, "spec_source", lambda spec: written(spec).replace(
         'builder="get_partial_backend_config"', 'builder="class"'))
     before = sorted(p.name for p in (project / "spec").iterdir())
-    code, out = run(capsys, "--root", str(project), "import", "tests.user_builder:get_partial_backend_config")
+    code, out = run(capsys, "--root", str(project), "import", "tests.support.user_builder:get_partial_backend_config")
     assert code == 2
     assert out.startswith("error: not written: regenerate would refuse spec/partial.py as import made it "
                           "(spec/partial.py:") and "'class'" in out and out.count("\n") == 1, out
@@ -404,7 +407,7 @@ def test_import_force_of_a_builder_that_returns_something_else_keeps_what_the_sp
     by that pattern alone: builder name, docstrings, sections, dtype-config names, their order and
     spelling (`torch.float`) come from the spec it replaces."""
     before = {p: (project / p).read_text() for p in ("spec/fbgemm.py", "generated/fbgemm.py", "docs/support-matrix.md")}
-    given = "tests.user_builder:get_fbgemm_with_another_relu_backend_config"
+    given = "tests.support.user_builder:get_fbgemm_with_another_relu_backend_config"
     code, out = run(capsys, "--root", str(project), "import", given, "--force", "--name", "fbgemm")
     assert code == 0, out
     assert out.startswith("written   spec/fbgemm.py: ")
@@ -443,7 +446,7 @@ def test_import_force_refuses_to_drop_the_other_backends_of_a_spec_file(project,
     code, out = run(capsys, "--root", str(project), "regenerate")
     assert code == 0, out
     before = spec_file.read_text()
-    given = "tests.user_builder:get_fbgemm_with_another_relu_backend_config"
+    given = "tests.support.user_builder:get_fbgemm_with_another_relu_backend_config"
     code, out = run(capsys, "--root", str(project), "import", given, "--force", "--name", "fbgemm")
     assert code == 2
     assert out == ("error: spec/fbgemm.py also declares 'fbgemm_twin', which import (one backend per file) would "

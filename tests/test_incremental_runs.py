@@ -3,7 +3,7 @@
 Each test makes a project do what a user may do between two runs, then holds every
 command to the truth: what `regenerate --force` writes in a fresh copy of the same
 files with no model, template or module-name cache. Each project holds only the
-committed spec files a test is about (tests/fewer_specs.py), so that each run renders less.
+committed spec files a test is about (tests/support/projects.py), so that each run renders less.
 
 Every run that reads what an earlier run left is a real one in a fresh interpreter (`run`):
 the generator keeps some of its caches in memory too (module names, compiled code, templates),
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from generator import cli
 from tests.conftest import ROOT, with_session_caches
-from tests.fewer_specs import fixture_of_projects_with_only
+from tests.support.projects import fixture_of_projects_with_only
 
 project_with_only = fixture_of_projects_with_only()
 

@@ -6,7 +6,7 @@ spec/_common.py (new input digests in the manifest). Two ways of killing:
 - at every step of the write phase (temporary file created, half written,
   before and after fsync, before and after the rename), in forked children
   that run regenerate's own writing code and SIGKILL themselves there
-  (tests/killed_writer.py: forked from a small process, not from pytest);
+  (tests/support/killed_writer.py: forked from a small process, not from pytest);
 - a real `python -m generator regenerate` process killed inside its write
   phase: the test-only pause point (generator.files.PAUSE_AFTER_WRITES) stops
   it after half the files are written, and the test kills it there.
@@ -26,8 +26,8 @@ import pytest
 from generator import cli, files
 from generator.freshness import manifest, planning
 from tests.conftest import ROOT, copy_project
-from tests.killed_writer import Killer
-from tests.shared_builds import computed_once
+from tests.support.killed_writer import Killer
+from tests.support.shared_builds import computed_once
 
 
 def change_every_output(project: Path) -> None:

@@ -13,7 +13,7 @@ from generator.build import pipeline
 from generator.freshness import planning
 from generator.spelling import python_source
 from tests.conftest import commit_all, git
-from tests.one_path import project_at_one_path
+from tests.support.one_path import project_at_one_path
 
 project = project_at_one_path("manifest")  # a fresh copy per test, at one path (see there)
 

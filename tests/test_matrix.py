@@ -11,9 +11,9 @@ from generator import cli
 from generator.build.torch_names import describe_pattern
 from generator.model import Backend
 from generator.spelling import evaluate
-from tests.builders import BUILDERS
 from tests.conftest import ROOT
-from tests.one_path import project_at_one_path
+from tests.support.builders import BUILDERS
+from tests.support.one_path import project_at_one_path
 
 project = project_at_one_path("matrix")  # a fresh copy per test, at one path (see there)
 

@@ -16,8 +16,8 @@ import pytest
 from generator import cli
 from generator.freshness import planning
 from tests.conftest import ROOT, commit_all, git
-from tests.fewer_specs import copy_with_only
-from tests.one_path import project_at_one_path
+from tests.support.one_path import project_at_one_path
+from tests.support.projects import copy_with_only
 
 project = project_at_one_path("odd_trees")  # a fresh copy per test, at one path (see there)
 

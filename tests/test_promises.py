@@ -21,11 +21,12 @@ import pytest
 from generator import cli
 from generator.build import pipeline
 from tests.conftest import ROOT, copy_project
-from tests.one_path import project_at_one_path
-from tests.shared_builds import worker_copy
+from tests.support.one_path import project_at_one_path
+from tests.support.shared_builds import worker_copy
 
 project = project_at_one_path("promises")  # a fresh copy per test, at one path (see there)
 
+SUPPORT = Path(__file__).parent / "support"  # the scripts some tests run as files
 MATRIX = "docs/support-matrix.md"
 
 
@@ -114,8 +115,8 @@ def small_project(destination: Path) -> tuple[Path, dict]:
 
 def commands_in_one_interpreter(project: Path, env: dict, *commands: list[str]) -> list[tuple[int, str, str]]:
     """[exit code, stdout, stderr] of each command, run in turn in one fresh interpreter in the project copy,
-    importing its own generator (tests/commands_in_one_interpreter.py)."""
-    script = [sys.executable, str(Path(__file__).parent / "commands_in_one_interpreter.py"), json.dumps(commands)]
+    importing its own generator (tests/support/commands_in_one_interpreter.py)."""
+    script = [sys.executable, str(SUPPORT / "commands_in_one_interpreter.py"), json.dumps(commands)]
     done = subprocess.run(script, cwd=project, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -136,9 +137,9 @@ def small(regenerated_small_project, tmp_path) -> tuple[Path, dict]:
 
 def test_editing_any_output_shaping_generator_module_makes_check_fail(small):
     """Each edit gets its own `check` run, all in one fresh interpreter importing the copy's generator
-    (tests/check_each_edit.py): check digests the generator's files from disk, as the hook does."""
+    (tests/support/check_each_edit.py): check digests the generator's files from disk, as the hook does."""
     project, env = small
-    script = [sys.executable, str(Path(__file__).parent / "check_each_edit.py")]
+    script = [sys.executable, str(SUPPORT / "check_each_edit.py")]
     with subprocess.Popen(script, cwd=project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True) as runner:  # fmt: skip
         # Every generator module a regenerate imports: the candidates for shaping output.
@@ -162,7 +163,7 @@ def test_editing_any_output_shaping_generator_module_makes_check_fail(small):
 def test_a_real_change_to_the_generator_changes_output_and_check_sees_it(small):
     """black's line length, an output-shaping setting in formatting.py, changed in a copy. check, regenerate,
     check: one after another in one fresh interpreter importing the copy's generator
-    (tests/commands_in_one_interpreter.py)."""
+    (tests/support/commands_in_one_interpreter.py)."""
     project, env = small
     formatting = project / "generator" / "build" / "formatting.py"
     assert "black.Mode()" in formatting.read_text()

@@ -5,8 +5,8 @@ import subprocess
 import sys
 
 from generator import cli, files
-from tests.builders import GENERATED_MODULES
 from tests.conftest import ROOT, copy_project
+from tests.support.builders import GENERATED_MODULES
 
 MATRIX = "docs/support-matrix.md"
 

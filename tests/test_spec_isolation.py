@@ -11,7 +11,7 @@ import weakref
 import pytest
 
 from generator.loading import loader
-from tests.fewer_specs import fixture_of_projects_with_only
+from tests.support.projects import fixture_of_projects_with_only
 from tests.test_adversary_session4 import doc_prefixed, run
 from tests.test_user_code import only_qnnpack_pt2e
 

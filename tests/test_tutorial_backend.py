@@ -29,11 +29,11 @@ from torch.ao.quantization.backend_config import (
 
 from generator import cli
 from generator.review.equality import compare_backend_configs
-from tests.builders import discover
 from tests.conftest import ROOT, commit_all, copy_project
-from tests.custom_backends import checks
-from tests.fewer_specs import copy_with_only
-from tests.shared_builds import built_once
+from tests.support import backend_checks as checks
+from tests.support.builders import discover
+from tests.support.projects import copy_with_only
+from tests.support.shared_builds import built_once
 
 FIXTURE = ROOT / "tests" / "custom_backends" / "tutorial"
 
@@ -41,7 +41,7 @@ FIXTURE = ROOT / "tests" / "custom_backends" / "tutorial"
 @pytest.fixture
 def project(tmp_path_factory, tmp_path):
     """For the tests that lay the tutorial over a project and give it a reference builder: a fresh copy of
-    the project with two of its spec files (tests/fewer_specs.py), so that backends of torch's are there
+    the project with two of its spec files (tests/support/projects.py), so that backends of torch's are there
     beside it, as in the full project, with less to load, build and compare in each command; two, so that
     the reports that count backends count more than one. (The shared `tutorial` project, which
     tests/test_import.py also round-trips, keeps every spec file.)"""

@@ -27,7 +27,7 @@ import pytest
 from generator import cli
 from generator.loading import loader
 from tests.conftest import ROOT, commit_all, copy_inputs, copy_project, git
-from tests.shared_builds import built_once
+from tests.support.shared_builds import built_once
 from tests.test_adversary_session4 import doc_prefixed
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -76,7 +76,7 @@ def keep_only(tmp_path_factory):
     """keep_only(project, *names): the project reduced to some spec files (and what they import), so that
     each run renders less.
 
-    Each reduction is regenerated once per test run (tests/shared_builds.py), in process (setup, not what
+    Each reduction is regenerated once per test run (tests/support/shared_builds.py), in process (setup, not what
     a test checks), then copied.
     """
 

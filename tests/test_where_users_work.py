@@ -17,11 +17,11 @@ from generator import cli
 from generator.build import resolution
 from generator.freshness import planning
 from generator.loading import loader
-from tests.builders import discover
-from tests.committed_copy import commit_all_once
 from tests.conftest import ROOT, commit_all, copy_project, git
-from tests.fewer_specs import copy_with_only
-from tests.one_path import copy_at_one_path, project_at_one_path
+from tests.support.builders import discover
+from tests.support.committed_copy import commit_all_once
+from tests.support.one_path import copy_at_one_path, project_at_one_path
+from tests.support.projects import copy_with_only
 
 ACCELERATOR = ROOT / "tests" / "custom_backends" / "accelerator" / "spec" / "edge_npu.py"
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -30,7 +30,7 @@ project = project_at_one_path("where_users_work")  # a fresh copy per test, at o
 
 @pytest.fixture
 def project_with_two_backends(tmp_path_factory) -> Path:
-    """A fresh copy of the project holding two committed spec files, fbgemm's and x86's (tests/fewer_specs.py),
+    """A fresh copy of the project holding two committed spec files, fbgemm's and x86's (tests/support/projects.py),
     at one path, as `project` is: for tests about a backend of the user's own, or about how a command runs,
     whose runs would otherwise load and build every spec file."""
     return copy_at_one_path(tmp_path_factory, "where_users_work-fewer", "fbgemm", "x86")
@@ -124,8 +124,9 @@ def test_root_wins_over_the_folder_the_command_runs_in(project, tmp_path, monkey
 def monorepo(tmp_path_factory) -> Path:
     """A git repository whose project lives at vendor/backend-configs/, next to other code.
 
-    A fresh one per test, at one path (as tests/one_path.py does for `project`), its one commit made once per run.
-    The project holds the spec files the tests edit, qnnpack's and x86's (tests/fewer_specs.py): every
+    A fresh one per test, at one path (as tests/support/one_path.py does for `project`), its one commit made once
+    per run.
+    The project holds the spec files the tests edit, qnnpack's and x86's (tests/support/projects.py): every
     diff and check there loads and builds its spec/, and the tests are about where the project is.
     """
     repo = tmp_path_factory.getbasetemp() / "one-path-monorepo" / "repo"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import commit_all, git
-from tests.shared_builds import built_once
+from tests.support.shared_builds import built_once
 
 
 def tree_digest(project: Path) -> str:

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.fewer_specs import copy_with_only
+from tests.support.projects import copy_with_only
 
 
 def copy_at_one_path(factory: pytest.TempPathFactory, name: str, *spec_names: str) -> Path:
     """A fresh copy of the project at the one path `name` gives, in place of the copy there before; with
-    `spec_names`, of the project reduced to those spec files (tests/fewer_specs.py), for tests about a
+    `spec_names`, of the project reduced to those spec files (tests/support/projects.py), for tests about a
     few backends or about how a run behaves, whose runs would otherwise load and build every spec file."""
     path = factory.getbasetemp() / f"one-path-{name}" / "project"
     shutil.rmtree(path, ignore_errors=True)

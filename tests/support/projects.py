@@ -1,6 +1,6 @@
 """Copies of the project reduced to the few spec files a test is about, so that each of its runs renders less.
 
-A reduction is built once per test run (tests/shared_builds.py): the project with the other spec
+A reduction is built once per test run (tests/support/shared_builds.py): the project with the other spec
 files removed, regenerated (which removes their outputs and updates the matrix and manifest), then
 stripped of every cache that run left but the session's (tests/conftest.py copy_project). A copy of
 it starts as a fresh copy of the whole project does: committed outputs that are fresh, the session's
@@ -16,7 +16,7 @@ import pytest
 
 from generator import cli
 from tests.conftest import copy_project, with_session_caches
-from tests.shared_builds import built_once
+from tests.support.shared_builds import built_once
 
 
 def _reduced(folder: Path, names: tuple[str, ...]) -> None:

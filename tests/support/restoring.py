@@ -1,9 +1,9 @@
 """A `project` fixture that gives each test a fresh project by restoring the last test's in place.
 
 The project a test gets is what tests/conftest.py copy_project makes (or, given spec file names, what
-tests/fewer_specs.py copy_with_only makes: the project reduced to them): spec/, templates/,
+tests/support/projects.py copy_with_only makes: the project reduced to them): spec/, templates/,
 generated/ and docs/ as committed (each file's bytes, mode and modification time, nothing
-more in them), .cache/ holding the session's caches alone, nothing else. tests/one_path.py
+more in them), .cache/ holding the session's caches alone, nothing else. tests/support/one_path.py
 makes it anew for every test (about 13 ms of CPU: removing the last copy, copying ~50
 files); here, before each test, the project left by the one before is compared with the
 committed files and only what differs is put back, as the copy would put it. A test that
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, with_session_caches
-from tests.fewer_specs import copy_with_only, reduced_project
+from tests.support.projects import copy_with_only, reduced_project
 
 FOLDERS = ("spec", "templates", "generated", "docs")  # what copy_project copies (conftest.copy_inputs)
 
