@@ -11,10 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.support.projects import fixture_of_projects_with_only
-
-project_with_only = fixture_of_projects_with_only()
+from tests.support.projects import ROOT
 
 # A spec module whose __getattr__ (PEP 562) is asked for the MODULE it lacks.
 _MODULE_GETATTR = """

@@ -39,13 +39,13 @@ def test_a_double_quoted_string_holding_single_quotes_is_not_rewritten():
     assert_same_black(plain)
 
 
-def test_regenerate_keeps_a_string_argument_as_the_spec_spells_it(project, capsys):
+def test_regenerate_keeps_a_string_argument_as_the_spec_spells_it(fresh_project, capsys):
     """Through the command, in this process: its new torch names would make a fresh interpreter import torch."""
     from generator import cli
 
-    (project / "spec" / "quotes.py").write_text(QUOTED_SPEC)
-    assert cli.main(["--root", str(project), "regenerate"]) == 0, capsys.readouterr().err
-    written = (project / "generated" / "quotes.py").read_text()
+    (fresh_project / "spec" / "quotes.py").write_text(QUOTED_SPEC)
+    assert cli.main(["--root", str(fresh_project), "regenerate"]) == 0, capsys.readouterr().err
+    written = (fresh_project / "generated" / "quotes.py").read_text()
     assert ".set_fuser_method(partial(fuse_conv_bn, \"x', 'y\"))" in written
     assert black.format_str(written, mode=black.Mode()) == written
 
@@ -102,18 +102,18 @@ def _black_of_whole_module(project, name):
     return black.format_str(unmarked, mode=black.Mode())
 
 
-def test_a_section_that_turns_black_off_gives_what_black_gives_for_the_whole_module(project):
+def test_a_section_that_turns_black_off_gives_what_black_gives_for_the_whole_module(fresh_project):
     """A `# fmt: off` comment in one entry reaches the entries after it: entries formatted one by one (or
     batched apart, or taken from the cache) were formatted where black leaves the whole module's alone."""
     from generator import cli
 
-    spec = project / "spec" / "sections.py"
+    spec = fresh_project / "spec" / "sections.py"
     spec.write_text(FMT_OFF_SPEC.replace('section="fmt: off"', 'section="conv3d"'))
-    assert cli.main(["--root", str(project), "regenerate", "--jobs", "1"]) == 0  # every entry in the cache
+    assert cli.main(["--root", str(fresh_project), "regenerate", "--jobs", "1"]) == 0  # every entry in the cache
     spec.write_text(FMT_OFF_SPEC)
-    whole = _black_of_whole_module(project, "sections")  # of the same spec and templates for both runs
+    whole = _black_of_whole_module(fresh_project, "sections")  # of the same spec and templates for both runs
     for jobs in ("1", "2"):
-        assert cli.main(["--root", str(project), "regenerate", "--force", "--jobs", jobs]) == 0
-        written = (project / "generated" / "sections.py").read_text()
+        assert cli.main(["--root", str(fresh_project), "regenerate", "--force", "--jobs", jobs]) == 0
+        written = (fresh_project / "generated" / "sections.py").read_text()
         assert "# fmt: off" in written
         assert written.split("\n", 2)[2] == whole

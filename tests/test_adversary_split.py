@@ -10,7 +10,7 @@ import pytest
 from generator import cli, errors
 from generator.build import check_memo, pipeline
 from tests import test_build_split
-from tests.conftest import ROOT
+from tests.support.projects import ROOT
 
 spec, built = test_build_split.spec, test_build_split.built  # the committed spec's fixture, a build with N jobs
 
@@ -66,20 +66,20 @@ def regenerated_here(capfd, *options) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(options, code, out, err)
 
 
-def test_what_the_checks_compile_warns_of_is_said_alike_whatever_the_jobs_and_the_cache(project):
+def test_what_the_checks_compile_warns_of_is_said_alike_whatever_the_jobs_and_the_cache(fresh_project):
     """A template that writes `x is 1` makes compile() warn as the static checks compile each module. Part
     of the checks run in the child, whose output comes after this process's, and a text that passed once
     is not compiled again (check_memo): what a run says must depend on neither."""
-    template = project / "templates" / "functions" / "sequential.py.j2"
+    template = fresh_project / "templates" / "functions" / "sequential.py.j2"
     template.write_text(
         template.read_text().replace("(is_qat, m1, m2):\n", "(is_qat, m1, m2):\n    assert m1 is not 1\n")
     )
     said = []
     for options, memo in ((["--jobs", "1"], "cold"), (["--jobs", "2"], "cold"), (["--jobs", "2"], "warm")):
         if memo == "cold":
-            for kept in (project / ".cache" / "generator").glob("checked-*.bin"):
+            for kept in (fresh_project / ".cache" / "generator").glob("checked-*.bin"):
                 kept.unlink()
-        done = regenerate(project, *options)
+        done = regenerate(fresh_project, *options)
         assert done.returncode == 0, done.stderr
         said.append(done.stderr)
     assert said[0] == said[1] == said[2]
@@ -113,12 +113,12 @@ def test_a_check_failing_other_than_by_a_spec_error_leaves_a_spec_error_rendered
             built(spec, jobs, tmp_path)
 
 
-def test_through_the_cli_a_misspelt_parameter_is_said_before_a_later_template_s_bug(project, capfd, monkeypatch):
+def test_through_the_cli_a_misspelt_parameter_is_said_before_a_later_template_s_bug(fresh_project, capfd, monkeypatch):
     """The README's function() with a misspelt parameter in the largest module (rendered here), and a
     template bug in one only the smallest module uses (rendered in the child): --jobs 1 and the default
     both say the misspelt parameter, the first failure in rendering order. The CLI runs in this process
     (cli.main, forking its child as a fresh one would), what reaches file descriptors 1 and 2 captured."""
-    native = project / "spec" / "native.py"
+    native = fresh_project / "spec" / "native.py"
     source = native.read_text()
     source = source.replace(
         "import Backend, DTypeConfig, Module", "import Backend, DTypeConfig, Module, config, function, nn, nni"
@@ -130,9 +130,9 @@ def test_through_the_cli_a_misspelt_parameter_is_said_before_a_later_template_s_
         '                      fuser_method=function("sequential", "_fuse_linear_tanh", fused_modul=nni.LinearTanh))],',
     )
     native.write_text(source)
-    getter = project / "templates" / "functions" / "getitem_root_node_getter.py.j2"
+    getter = fresh_project / "templates" / "functions" / "getitem_root_node_getter.py.j2"
     getter.write_text(getter.read_text().replace("return op", "return op  # {{ name.upper(1) }}"))
-    monkeypatch.chdir(project)
+    monkeypatch.chdir(fresh_project)
     said = {jobs: regenerated_here(capfd, "--jobs", jobs) for jobs in ("1", "2")}
     for done in said.values():
         assert done.returncode == 2 and done.stdout == ""

@@ -8,7 +8,7 @@ import pytest
 from generator import errors, process
 from generator.build import formatting, pipeline
 from generator.freshness import planning
-from tests.conftest import ROOT
+from tests.support.projects import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,9 @@ from generator import cli
 from generator.build import pipeline
 from generator.build.expansion import torch_refs
 from generator.model import TorchRef
-from tests.conftest import ROOT, commit_all, copy_inputs, copy_project
 from tests.support.builders import GENERATED_MODULES
-from tests.support.projects import fixture_of_projects_with_only
+from tests.support.projects import ROOT, commit_all, copy_inputs, fresh_copy
 from tests.support.shared_builds import worker_copy
-
-project_with_only = fixture_of_projects_with_only()
 
 OUTPUTS = [f"generated/{module}.py" for module in GENERATED_MODULES] + ["docs/support-matrix.md"]
 
@@ -74,7 +71,7 @@ def forced_once(tmp_path_factory):
     # A folder of its own: pytest-xdist's worksteal may hand this module's tests to a worker again after
     # another module's, and the module fixture is then set up a second time in the same worker.
     path = tmp_path_factory.mktemp("forced-once") / "project"
-    for entry in check_memo_entries(copy_project(path)):
+    for entry in check_memo_entries(fresh_copy(path)):
         entry.unlink()  # the session's check memo: the run's own entries are under test
     regenerate(path, "--force")
     copy = tmp_path_factory.mktemp("forced-once-copy") / "project"
@@ -197,7 +194,7 @@ COUNTING = (
 def counting_project(project):
     """A copy of the project, with spec/fbgemm.py counting its executions in fbgemm-runs.log and its module
     docstring read from spec/fbgemm_doc.txt; regenerated once, so the model cache holds every load."""
-    copy_project(project)
+    fresh_copy(project)
     spec = project / "spec" / "fbgemm.py"
     text = spec.read_text()
     assert MODULE_DOC in text
@@ -459,36 +456,36 @@ def kept_names(project):
     return project / ".cache" / "generator" / "module-names.json"
 
 
-def test_a_corrupt_module_name_cache_is_ignored(project):
+def test_a_corrupt_module_name_cache_is_ignored(fresh_project):
     from generator.freshness import planning
 
-    assert generator_run(project, "check").returncode == 0
-    stored = json.loads(kept_names(project).read_text())
-    key = planning._ModuleNames.key("x86.py", (project / "spec" / "x86.py").read_bytes())
+    assert generator_run(fresh_project, "check").returncode == 0
+    stored = json.loads(kept_names(fresh_project).read_text())
+    key = planning._ModuleNames.key("x86.py", (fresh_project / "spec" / "x86.py").read_bytes())
     assert stored[key][0] == "x86"
     stored[key][0] = "other"  # its checksum no longer holds
-    kept_names(project).write_text(json.dumps(stored))
-    done = generator_run(project, "check")
+    kept_names(fresh_project).write_text(json.dumps(stored))
+    done = generator_run(fresh_project, "check")
     assert done.returncode == 0, done.stdout + done.stderr
-    kept_names(project).write_bytes(os.urandom(200))
-    done = generator_run(project, "check")
+    kept_names(fresh_project).write_bytes(os.urandom(200))
+    done = generator_run(fresh_project, "check")
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_a_forged_module_name_makes_runs_fail_and_writes_nothing_elsewhere(project):
+def test_a_forged_module_name_makes_runs_fail_and_writes_nothing_elsewhere(fresh_project):
     from generator.freshness import planning
 
-    assert generator_run(project, "check").returncode == 0
-    stored = json.loads(kept_names(project).read_text())
-    key = planning._ModuleNames.key("x86.py", (project / "spec" / "x86.py").read_bytes())
+    assert generator_run(fresh_project, "check").returncode == 0
+    stored = json.loads(kept_names(fresh_project).read_text())
+    key = planning._ModuleNames.key("x86.py", (fresh_project / "spec" / "x86.py").read_bytes())
     stored[key] = ["forged", planning._name_checksum(key, "forged")]
-    kept_names(project).write_text(json.dumps(stored))
+    kept_names(fresh_project).write_text(json.dumps(stored))
     for command in ("check", "regenerate"):
-        done = generator_run(project, command)
+        done = generator_run(fresh_project, command)
         assert done.returncode == 2, done.stdout + done.stderr
         assert "spec/x86.py" in done.stderr and "generated/forged.py" in done.stderr
-    assert not (project / "generated" / "forged.py").exists()
-    assert_committed_outputs(project)
+    assert not (fresh_project / "generated" / "forged.py").exists()
+    assert_committed_outputs(fresh_project)
 
 
 def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_again(project_with_only, monkeypatch):

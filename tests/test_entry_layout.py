@@ -8,8 +8,8 @@ import pytest
 
 from generator.build import check_memo, entry_layout, formatting, output_check, pipeline, rendering
 from generator.freshness import planning
-from tests.conftest import ROOT
 from tests.support import random_entries
+from tests.support.projects import ROOT
 
 MODE = black.Mode()
 

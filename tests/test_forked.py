@@ -31,15 +31,13 @@ from generator import cli, process
 from generator.errors import UnknownTorchNameError
 from generator.model import SourceLocation
 from generator.review import diff, equality
-from tests.conftest import ROOT, commit_all
 from tests.support.builders import discover
-from tests.support.projects import copy_with_only, fixture_of_projects_with_only
+from tests.support.projects import ROOT, commit_all, fresh_copy
 from tests.support.shared_builds import worker_copy
 
 # The tests below that run the generator on a project need only the spec files they are about (and the
 # session's caches, which know every committed spec's torch names): the others would only be loaded,
-# expanded and compared again in each run, in a fresh interpreter as in this one.
-project_with_only = fixture_of_projects_with_only()
+# expanded and compared again in each run, in a fresh interpreter as in this one: project_with_only.
 
 
 @pytest.fixture
@@ -114,8 +112,8 @@ LAYOUT_END = "            ),\n        )\n    ],\n)\n"
 
 def says_where(factory, project) -> None:
     """The project reduced to spec/x86.py, which says on standard error which process ran it, regenerated."""
-    project.rmdir()  # worker_copy's empty folder: copy_with_only makes it
-    copy_with_only(factory, project, "x86")
+    project.rmdir()  # worker_copy's empty folder: fresh_copy makes it
+    fresh_copy(project, "x86", factory=factory)
     x86 = project / "spec" / "x86.py"
     x86.write_text("from generator.dsl import config, nn\n" + x86.read_text() + SAYS_WHERE)
     with contextlib.redirect_stderr(io.StringIO()):

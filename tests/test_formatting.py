@@ -8,11 +8,10 @@ import pytest
 
 from generator import cli
 from generator.build import formatting, pipeline, rendering, resolution
-from tests.conftest import ROOT
 from tests.support.builders import GENERATED_MODULES
-from tests.support.one_path import project_at_one_path
+from tests.support.projects import ROOT, at_one_path_fixture
 
-project = project_at_one_path("formatting")  # a fresh copy per test, at one path (see there)
+one_path_project = at_one_path_fixture("formatting")  # a fresh copy per test, at one path (see there)
 
 MATRIX = "docs/support-matrix.md"
 
@@ -113,18 +112,20 @@ def test_a_corrupt_or_forged_cache_cannot_change_output(rendered, tmp_path, monk
     assert formatted(source, output, tmp_path, monkeypatch) == (whole, [])  # and the cache was made whole
 
 
-def test_regenerate_with_a_forged_cache_writes_what_black_writes(project):
+def test_regenerate_with_a_forged_cache_writes_what_black_writes(one_path_project):
     """Through the CLI: every cached piece of a module forged, another module's cache file cut short
     (the two smallest, so that black has least to do again)."""
     outputs = [f"generated/{module}.py" for module in GENERATED_MODULES] + [MATRIX]
-    assert cli.main(["--root", str(project), "regenerate", "--force", "--jobs", "1"]) == 0
-    cache_files = sorted((project / ".cache" / "generator").glob("format-*.json"), key=lambda p: p.stat().st_size)
+    assert cli.main(["--root", str(one_path_project), "regenerate", "--force", "--jobs", "1"]) == 0
+    cache_files = sorted(
+        (one_path_project / ".cache" / "generator").glob("format-*.json"), key=lambda p: p.stat().st_size
+    )
     assert len(cache_files) == len(GENERATED_MODULES) >= 2
     _forged_with_valid_checksums(cache_files[0])
     _truncated(cache_files[1])
-    assert cli.main(["--root", str(project), "regenerate", "--force", "--jobs", "2"]) == 0
+    assert cli.main(["--root", str(one_path_project), "regenerate", "--force", "--jobs", "2"]) == 0
     for output in outputs:
-        assert (project / output).read_bytes() == (ROOT / output).read_bytes(), output
+        assert (one_path_project / output).read_bytes() == (ROOT / output).read_bytes(), output
 
 
 def test_a_builder_whose_list_opens_on_a_line_too_long_is_what_black_makes_of_it_whole(rendered, tmp_path, monkeypatch):
@@ -137,13 +138,14 @@ def test_a_builder_whose_list_opens_on_a_line_too_long_is_what_black_makes_of_it
     assert text == black.format_str(unmarked, mode=black.Mode())
 
 
-def test_torch_names_are_validated_once_black_has_the_new_pieces(project, monkeypatch):
+def test_torch_names_are_validated_once_black_has_the_new_pieces(one_path_project, monkeypatch):
     """Checking torch names waits for torch when one is new: the formatting workers are already at work by then
     (known names are checked once every module has been handed to them; a new one is looked up in a child,
     see tests/test_forked.py)."""
-    cache_files = (project / ".cache" / "generator").glob("format-*.json")
+    cache_files = (one_path_project / ".cache" / "generator").glob("format-*.json")
     min(cache_files, key=lambda p: p.stat().st_size).unlink()  # something new for black, and little
-    (project / "spec" / "_common.py").write_text((project / "spec" / "_common.py").read_text() + "# an edit\n")
+    common = one_path_project / "spec" / "_common.py"
+    common.write_text(common.read_text() + "# an edit\n")
     events = []
     real_submit, real_finish = formatting.Formatter.submit, resolution.Validation.finish
 
@@ -166,8 +168,8 @@ def test_torch_names_are_validated_once_black_has_the_new_pieces(project, monkey
     monkeypatch.setattr(formatting.Formatter, "submit", submit)
     monkeypatch.setattr(formatting.Formatter, "__init__", init)
     monkeypatch.setattr(resolution.Validation, "finish", finish)
-    assert cli.main(["--root", str(project), "regenerate", "--jobs", "2"]) == 0
+    assert cli.main(["--root", str(one_path_project), "regenerate", "--jobs", "2"]) == 0
     modules = len(GENERATED_MODULES)
     assert events == ["submit"] * modules + ["validate, workers started: True"]
     for output in [f"generated/{module}.py" for module in GENERATED_MODULES] + [MATRIX]:
-        assert (project / output).read_bytes() == (ROOT / output).read_bytes(), output
+        assert (one_path_project / output).read_bytes() == (ROOT / output).read_bytes(), output

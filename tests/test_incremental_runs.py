@@ -28,10 +28,7 @@ import sys
 from pathlib import Path
 
 from generator import cli
-from tests.conftest import ROOT, with_session_caches
-from tests.support.projects import fixture_of_projects_with_only
-
-project_with_only = fixture_of_projects_with_only()
+from tests.support.projects import ROOT, with_session_caches
 
 
 def run(project: Path, *args: str, bytecode: bool = False) -> subprocess.CompletedProcess:

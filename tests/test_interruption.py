@@ -25,8 +25,8 @@ import pytest
 
 from generator import cli, files
 from generator.freshness import manifest, planning
-from tests.conftest import ROOT, copy_project
 from tests.support.killed_writer import Killer
+from tests.support.projects import ROOT, fresh_copy
 from tests.support.shared_builds import computed_once
 
 
@@ -52,7 +52,7 @@ def contents(project: Path) -> dict[Path, bytes]:
 
 def regenerated_versions(project: Path) -> tuple[dict, dict]:
     """(old, new): the bytes of every output before and after the change, by path relative to the project."""
-    copy_project(project)
+    fresh_copy(project)
     old = {p.relative_to(project): b for p, b in contents(project).items()}
     change_every_output(project)
     with contextlib.redirect_stdout(io.StringIO()):  # the written files' list
@@ -92,7 +92,7 @@ def restore(project: Path, old: dict, changed: set[str]) -> None:
 
 def test_killed_at_every_step_of_writing(versions, tmp_path):
     old, new = versions
-    project = copy_project(tmp_path / "project")
+    project = fresh_copy(tmp_path / "project")
     change_every_output(project)
     targets = planning.plan(project)
     # What is written is under test here, not how it is made: the texts are those the real regenerate wrote.
@@ -136,7 +136,7 @@ def assert_no_process_left(project: Path) -> None:
 def test_real_regenerate_killed_mid_write_then_check_tells_the_truth(versions, tmp_path, capsys):
     """A real run stops at the test-only pause point after writing half the files, and is killed there."""
     old, new = versions
-    project = copy_project(tmp_path / "project")
+    project = fresh_copy(tmp_path / "project")
     change_every_output(project)  # no format cache of the change: the run's formatting workers are started
     halfway = len(old) // 2
     env = dict(os.environ, PYTHONPATH=str(ROOT), **{files.PAUSE_AFTER_WRITES: str(halfway)})

@@ -16,7 +16,7 @@ import torch
 
 from generator import cli
 from generator.spelling import evaluate, proven
-from tests.conftest import ROOT
+from tests.support.projects import ROOT
 
 TORCH_BACKEND_CONFIG = Path(torch.__file__).parent / "ao" / "quantization" / "backend_config"
 BOUNDS = ("quant_min_lower_bound", "quant_max_upper_bound", "scale_min_lower_bound", "scale_max_upper_bound",
@@ -91,10 +91,10 @@ MODULE = Module(
 '''
 
 
-def test_a_bound_keeps_the_spec_s_spelling_only_when_it_is_its_value(project):
-    (project / "spec" / "spelt.py").write_text(SPEC)
-    regenerate(project)
-    text = (project / "generated" / "spelt.py").read_text()
+def test_a_bound_keeps_the_spec_s_spelling_only_when_it_is_its_value(fresh_project):
+    (fresh_project / "spec" / "spelt.py").write_text(SPEC)
+    regenerate(fresh_project)
+    text = (fresh_project / "generated" / "spelt.py").read_text()
     tree = ast.parse(text)
     written = {
         (node.targets[0].id, keyword.arg): ast.get_source_segment(text, keyword.value)
@@ -117,7 +117,7 @@ def test_a_bound_keeps_the_spec_s_spelling_only_when_it_is_its_value(project):
         ("quarter", "scale_max_upper_bound"): "1.0 / 4",  # each call keeps its own spelling of 0.25
         ("quarter_too", "scale_max_upper_bound"): "2**-2",
     }
-    module = load(project / "generated" / "spelt.py")
+    module = load(fresh_project / "generated" / "spelt.py")
     expected = {
         "direct": {"scale_min_lower_bound": 2**-14, "scale_max_upper_bound": 0.3},
         "via_dict": {"quant_min_lower_bound": 0, "scale_min_lower_bound": 2**-12, "scale_max_upper_bound": 0.5},
@@ -161,10 +161,10 @@ MODULE = Module(
 '''
 
 
-def test_a_spec_in_another_encoding_keeps_its_spellings(project):
-    (project / "spec" / "latin.py").write_bytes(LATIN_1_SPEC.encode("latin-1"))
-    regenerate(project)
-    text = (project / "generated" / "latin.py").read_text()
+def test_a_spec_in_another_encoding_keeps_its_spellings(fresh_project):
+    (fresh_project / "spec" / "latin.py").write_bytes(LATIN_1_SPEC.encode("latin-1"))
+    regenerate(fresh_project)
+    text = (fresh_project / "generated" / "latin.py").read_text()
     (node,) = [n for n in ast.parse(text).body if isinstance(n, ast.Assign) and n.targets[0].id == "e"]
     written = {k.arg: ast.get_source_segment(text, k.value) for k in node.value.keywords if k.arg != "dtype"}
     assert written == {"quant_min_lower_bound": "0", "scale_min_lower_bound": "2**-12"}

@@ -18,9 +18,9 @@ import sys
 import pytest
 
 from generator import cli, dsl
-from tests.conftest import ROOT
 from tests.support import backend_checks as checks
 from tests.support.builders import discover
+from tests.support.projects import ROOT
 
 README = (ROOT / "README.md").read_text()
 BLOCKS = re.findall(r"^```python ([\w-]+)( \S+)?\n(.*?)^```", README, re.S | re.M)

@@ -3,11 +3,7 @@
 
 import pytest
 
-from tests.support.projects import fixture_of_projects_with_only
 from tests.test_adversary_session4 import assert_an_input_once_it_appears, doc_prefixed, run
-
-project_with_only = fixture_of_projects_with_only()
-
 
 _OPTIONAL_IMPORT = """try:
     from {module} import DOC as _DOC

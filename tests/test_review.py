@@ -18,8 +18,7 @@ import pytest
 
 from generator import cli
 from generator.review import diff
-from tests.conftest import GIT, commit_all, git
-from tests.support.projects import copy_with_only
+from tests.support.projects import GIT, commit_all, fresh_copy, git
 from tests.support.shared_builds import computed_once, worker_copy
 
 ACME = '''"""A test backend whose BackendConfig name is not a plain identifier."""
@@ -88,7 +87,7 @@ def repo(tmp_path_factory):
 
 def build_repo(factory, project):
     project.rmdir()  # made for the build, which copies the project there
-    copy_with_only(factory, project, *KEPT_SPECS)
+    fresh_copy(project, *KEPT_SPECS, factory=factory)
     (project / ".gitignore").write_text(".cache/\n")
     (project / "spec" / "acme.py").write_text(ACME.replace("SCALE", "0.001"))
     assert cli.main(["--root", str(project), "regenerate"]) == 0

@@ -11,11 +11,8 @@ import weakref
 import pytest
 
 from generator.loading import loader
-from tests.support.projects import fixture_of_projects_with_only
+from tests.support.projects import inputs_only
 from tests.test_adversary_session4 import doc_prefixed, run
-from tests.test_user_code import only_qnnpack_pt2e
-
-project_with_only = fixture_of_projects_with_only()
 
 # A helper module that puts a stand-in for itself into sys.modules (a lazy or deprecating wrapper, a
 # module with properties): the stand-in's namespace holds neither __file__ nor the helper's names,
@@ -70,7 +67,7 @@ def test_a_caller_s_helper_that_stands_in_for_itself_is_set_aside_for_each_load(
 ):
     """A process imported the project's helper (which put a stand-in for itself into sys.modules) and
     changed it: each load still runs on a fresh helper, and the caller keeps its own."""
-    project = only_qnnpack_pt2e(tmp_path / "project")
+    project = inputs_only(tmp_path / "project", "qnnpack_pt2e")
     (project / "acme_count.py").write_text(_STAND_IN)
     prelude = "import acme_count as _count\n\n_count.LOADS.append(1)\n_DOC = f'loads seen: {len(_count.LOADS)}. '\n"
     doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "_DOC", prelude)
@@ -95,7 +92,7 @@ class _GuardedNamespace(types.ModuleType):
 def test_a_module_whose_dict_attribute_raises_does_not_fail_a_load(tmp_path, caller_s_modules):
     """A caller's module in sys.modules whose class makes `__dict__` raise: a load tells that it is not the
     project's without asking it, and runs as it would without it."""
-    project = only_qnnpack_pt2e(tmp_path / "project")
+    project = inputs_only(tmp_path / "project", "qnnpack_pt2e")
     baseline = loader.load_modules(project)
     sys.modules["acme_guarded"] = _GuardedNamespace("acme_guarded")
     assert loader.load_modules(project) == baseline
@@ -120,7 +117,7 @@ def test_a_module_object_a_spec_puts_under_a_dotted_name_is_gone_for_the_next_lo
 def test_a_load_keeps_no_module_the_caller_let_go_of_alive(tmp_path, monkeypatch, caller_s_modules):
     """A process imported the project's helper, loaded, then forgot the helper: nothing of the load's keeps
     the module alive (what it holds, its finalizers, its memory), as if the process had never loaded."""
-    project = only_qnnpack_pt2e(tmp_path / "project")
+    project = inputs_only(tmp_path / "project", "qnnpack_pt2e")
     (project / "acme_helper.py").write_text("DOC = 'the helper'\n")
     monkeypatch.syspath_prepend(str(project))
     helper = weakref.ref(importlib.import_module("acme_helper"))
@@ -160,7 +157,7 @@ def test_a_caller_s_installed_part_of_a_namespace_package_the_project_shares_is_
 ):
     """A process imported acme.tools and acme.docs: a load that found the caller's acme.tools in sys.modules,
     next to a fresh acme, would fail on `acme.tools` (AttributeError); the caller gets both back."""
-    project = only_qnnpack_pt2e(tmp_path / "project")
+    project = inputs_only(tmp_path / "project", "qnnpack_pt2e")
     prelude = _namespace_package_in_two_places(tmp_path, project) + "_DOC = acme.tools.DOC + acme.docs.DOC\n"
     doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "_DOC", prelude)
     baseline = loader.load_modules(project)
@@ -298,7 +295,7 @@ def test_a_module_another_thread_fails_to_import_during_a_load_is_not_put_back(t
     sync = types.ModuleType("acme_sync")
     sync.started, sync.go, sync.failed = threading.Event(), threading.Event(), threading.Event()
     monkeypatch.setitem(sys.modules, "acme_sync", sync)
-    project = only_qnnpack_pt2e(tmp_path / "project")
+    project = inputs_only(tmp_path / "project", "qnnpack_pt2e")
     doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "_SYNC_DOC", _SPEC_WAITS)
 
     def import_half_run():

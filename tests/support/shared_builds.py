@@ -23,7 +23,7 @@ import pytest
 T = TypeVar("T")
 
 SESSION_FACTORY: list[pytest.TempPathFactory] = []  # the run's, set by tests/conftest.py
-SESSION_CACHE: list[Path] = []  # the caches of the committed spec (tests/conftest.py session_caches)
+SESSION_CACHE: list[Path] = []  # the caches of the committed spec (tests/support/projects.py session_caches)
 
 
 def _shared_folder(factory: pytest.TempPathFactory) -> Path:
