@@ -1,6 +1,10 @@
-"""What makes the load stage fast keeps it right: the template bytecode cache and the refs walk."""
+"""The caches of .cache/generator/ make runs faster and never different: compiled templates, kept spec loads
+(the model cache), module names kept by content, compiled spec code, the check memo and generated modules
+compiled for diff. A corrupt, stale or forged entry is ignored or refused, an edit is seen, and a cache
+that cannot be written costs nothing."""
 
 import json
+import marshal
 import os
 import shutil
 import subprocess
@@ -10,8 +14,7 @@ import pytest
 
 from generator import cli
 from generator.build import pipeline
-from generator.build.expansion import torch_refs
-from generator.model import TorchRef
+from generator.review import diff
 from tests.support.builders import GENERATED_MODULES
 from tests.support.projects import ROOT, commit_all, copy_inputs, fresh_copy
 from tests.support.shared_builds import worker_copy
@@ -42,6 +45,8 @@ def regenerated_here(capfd, project, *args):
     assert done.returncode == 0, done.stderr
     return done
 
+
+# ---------------------------------------------------------------- compiled templates
 
 def template_cache_files(project):
     return sorted((project / ".cache" / "generator" / "templates").glob("*.bin"))
@@ -158,32 +163,52 @@ def test_compiled_templates_serve_the_project_copied_to_another_folder(tmp_path,
     assert undefined_location(second) == undefined_location(fresh) is not None
 
 
-def every_ref(value):
-    """Every TorchRef inside a model value, depth first, in field order: each occurrence walked."""
-    if isinstance(value, TorchRef):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from every_ref(item)
-    elif hasattr(value, "__dataclass_fields__"):
-        for name in value.__dataclass_fields__:
-            if name != "location":
-                yield from every_ref(getattr(value, name))
+def _rendered_with(tmp_path, tag, marked=lambda value: True) -> str:
+    """templates/module.py.j2 rendered by an environment whose `tag` filter and `marked` test are those
+    given, its compiled templates kept in tmp_path/cache (as the generator keeps them)."""
+    import jinja2
+
+    from generator.build.template_cache import TemplateBytecodeCache
+
+    (tmp_path / "templates").mkdir(exist_ok=True)
+    (tmp_path / "templates" / "module.py.j2").write_text("{{ 'x' | tag }}{{ 'y' is marked }}")
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(tmp_path / "templates")),
+                             undefined=jinja2.StrictUndefined,
+                             bytecode_cache=TemplateBytecodeCache(tmp_path / "cache"))  # fmt: skip
+    env.filters["tag"], env.tests["marked"] = tag, marked
+    return env.get_template("module.py.j2").render(suffix="!")
 
 
-def test_walking_shared_values_once_finds_every_ref_first_used_where_the_full_walk_does():
-    """importability reports each package's first use, and rendering imports what the refs name."""
-    for module in pipeline.load(ROOT, validate=False):
-        full = list(every_ref(module))
-        found = torch_refs(module)
-        assert len(found) < len(full), module.spec.name  # it does skip shared values
-        assert [id(r) for r in dict.fromkeys(full)] == [id(r) for r in dict.fromkeys(found)], module.spec.name
-        assert list(dict.fromkeys(full)) == list(dict.fromkeys(found)), module.spec.name
+def test_a_compiled_template_serves_no_environment_whose_filters_take_other_arguments(tmp_path):
+    """Jinja2 compiles a filter call with the context as its first argument when the filter is
+    @pass_context (a test's with the environment, when @pass_environment): code compiled for a filter
+    that has since gained the context (or lost it) would call it with the wrong arguments."""
+    import jinja2
+
+    assert _rendered_with(tmp_path, lambda value: value + "?") == "x?True"
+    assert len(list((tmp_path / "cache").glob("*.bin"))) == 1  # kept: what the next environment could reuse
+    with_context = jinja2.pass_context(lambda context, value: value + context["suffix"])
+    assert _rendered_with(tmp_path, with_context, lambda value: False) == "x!False"
+    marked_in_context = jinja2.pass_environment(lambda environment, value: environment is not None)
+    assert _rendered_with(tmp_path, with_context, marked_in_context) == "x!True"
+
+
+def test_a_compiled_template_serves_no_other_generator(tmp_path, monkeypatch):
+    """Jinja2's compiler calls a filter given constants and compiles its result: `{{ 'x' | tag }}` is
+    compiled to "x?". The filters are the generator's code, so another generator (an upgrade, an edit
+    to source_spelling) must not run what this one compiled."""
+    from generator import digests
+
+    assert _rendered_with(tmp_path, lambda value: value + "?") == "x?True"
+    monkeypatch.setattr(digests, "generator_code", lambda: b"another generator")
+    assert _rendered_with(tmp_path, lambda value: value + "!") == "x!True"
 
 
 # ---------------------------------------------------------------- the model cache
 
 MODULE_DOC = 'doc="BackendConfig for PyTorch\'s native FBGEMM backend.",'
+
+
 COUNTING = (
     "\nimport pathlib as _pathlib\n"
     "with (_pathlib.Path(__file__).parent.parent / 'fbgemm-runs.log').open('a') as _log:\n"
@@ -445,7 +470,6 @@ def test_force_ignores_even_a_valid_looking_entry(counted, capfd):
 
 # ---------------------------------------------------------------- module names kept by content
 
-
 def generator_run(project, *args):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "generator", "--root", str(project), *args],
@@ -488,6 +512,8 @@ def test_a_forged_module_name_makes_runs_fail_and_writes_nothing_elsewhere(fresh
     assert_committed_outputs(fresh_project)
 
 
+# ---------------------------------------------------------------- compiled spec code
+
 def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_again(project_with_only, monkeypatch):
     """Each spec file's load runs on fresh modules, so spec/_common.py runs once per spec file: it is
     compiled once per content (loader._compiled_once), and an edit is what runs next time."""
@@ -521,29 +547,6 @@ def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_aga
         return sum(repr(c.pattern).startswith(alone) for m in modules for b in m.backends for c in b.configs)
 
     assert lone_batch_norms(again) > lone_batch_norms(first)
-
-
-def check_memo_entries(project):
-    return sorted((project / ".cache" / "generator").glob("checked-*.bin"))
-
-
-def test_the_check_memo_serves_only_the_text_that_passed_and_a_corrupt_entry_is_checked_again(forced, capfd):
-    project = forced  # regenerated with --force
-    entries = check_memo_entries(project)
-    assert [e.name for e in entries] == [f"checked-{module}.bin" for module in sorted(GENERATED_MODULES)]
-    for entry in entries:
-        entry.write_bytes(b"\0" * 32)
-    regenerated_here(capfd, project, "--force")  # the memo is on disk alone: a run here reads it as a new process
-    assert_committed_outputs(project)
-    assert all(len(e.read_bytes()) == 32 and e.read_bytes() != b"\0" * 32 for e in entries)
-    spec = project / "spec" / "fbgemm.py"
-    spec.write_text(spec.read_text().replace('builder="get_fbgemm_backend_config"', 'builder="type"'))
-    for _ in range(2):  # a refused text is never remembered, so it is refused every time
-        done = here(capfd, project, "regenerate", "--force")
-        assert done.returncode == 2
-        assert "builder name 'type' would hide Python's built-in type" in done.stderr
-        assert "spec/fbgemm.py:30" in done.stderr
-    assert_committed_outputs(project)
 
 
 def test_project_source_is_kept_compiled_on_disk_and_an_edit_or_a_corrupt_entry_is_compiled_again(
@@ -585,6 +588,31 @@ def test_project_source_is_kept_compiled_on_disk_and_an_edit_or_a_corrupt_entry_
     assert edited.count("torch.nn.BatchNorm1d'") > first.count("torch.nn.BatchNorm1d'")
 
 
+# ---------------------------------------------------------------- the check memo
+
+def check_memo_entries(project):
+    return sorted((project / ".cache" / "generator").glob("checked-*.bin"))
+
+
+def test_the_check_memo_serves_only_the_text_that_passed_and_a_corrupt_entry_is_checked_again(forced, capfd):
+    project = forced  # regenerated with --force
+    entries = check_memo_entries(project)
+    assert [e.name for e in entries] == [f"checked-{module}.bin" for module in sorted(GENERATED_MODULES)]
+    for entry in entries:
+        entry.write_bytes(b"\0" * 32)
+    regenerated_here(capfd, project, "--force")  # the memo is on disk alone: a run here reads it as a new process
+    assert_committed_outputs(project)
+    assert all(len(e.read_bytes()) == 32 and e.read_bytes() != b"\0" * 32 for e in entries)
+    spec = project / "spec" / "fbgemm.py"
+    spec.write_text(spec.read_text().replace('builder="get_fbgemm_backend_config"', 'builder="type"'))
+    for _ in range(2):  # a refused text is never remembered, so it is refused every time
+        done = here(capfd, project, "regenerate", "--force")
+        assert done.returncode == 2
+        assert "builder name 'type' would hide Python's built-in type" in done.stderr
+        assert "spec/fbgemm.py:30" in done.stderr
+    assert_committed_outputs(project)
+
+
 def test_the_check_memo_is_keyed_by_the_checks_own_code(tmp_path):
     """A stricter check after an upgrade sees every text again: a pass is kept per version of the checks."""
     program = "from generator.build import check_memo; print(check_memo.key('x = 1\\n', 'generated/a.py', ['a']).hex())"
@@ -606,6 +634,50 @@ def test_the_check_memo_is_keyed_by_the_checks_own_code(tmp_path):
         assert key_with(copy) != unchanged, module
         path.write_text(original)
 
+
+def test_a_memoised_names_check_is_not_reused_after_the_entries_are_cut_otherwise(tmp_path):
+    """The names check reads the text without its entries (formatting.without_entries): a pass remembered
+    before an edit of formatting.py (how the entries are cut) must not stand for the text after it."""
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copytree(ROOT / "generator", tmp_path / "generator", ignore=shutil.ignore_patterns("__pycache__"))
+    script = "from generator.build import check_memo; print(check_memo.key('text', 'generated/x.py', ['a']).hex())"
+
+    def memo_key() -> str:
+        run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True)
+        return run.stdout
+
+    before = memo_key()
+    formatting_file = tmp_path / "generator" / "build" / "formatting.py"
+    formatting_file.write_text(formatting_file.read_text() + "\n# entries cut otherwise\n")
+    assert memo_key() != before
+
+
+# ---------------------------------------------------------------- generated modules compiled for diff
+
+def test_a_generated_module_is_compiled_once_per_text_and_never_served_stale(tmp_path, monkeypatch) -> None:
+    compiled = []
+    monkeypatch.setattr(diff, "compile", lambda *args: compiled.append(args) or compile(*args), raising=False)
+    cache = tmp_path / ".cache" / "generator" / "code-generated_m.bin"
+
+    def value(source: str) -> int:
+        code = diff._compiled(source, "generated/m.py", cache)
+        return diff._module_from_code("m", "generated/m.py", code).VALUE
+
+    assert [value("VALUE = 1\n"), value("VALUE = 1\n")] == [1, 1]
+    assert len(compiled) == 1  # the second run read the cache
+    assert value("VALUE = 2\n") == 2  # the same length, another text
+    assert len(compiled) == 2
+    data, two, three = cache.read_bytes(), marshal.dumps(2), marshal.dumps(3)
+    assert data.count(two[1:]) == 1
+    cache.write_bytes(data.replace(two[1:], three[1:]))  # a corrupt entry that still loads: VALUE = 3
+    assert value("VALUE = 2\n") == 2
+    assert len(compiled) == 3
+
+
+# ---------------------------------------------------------------- every cache file
 
 def test_a_cache_file_that_cannot_be_written_costs_nothing_and_leaves_no_temporary(tmp_path):
     """Every cache goes through files.keep_cache_file: a folder where the file should be is no error."""

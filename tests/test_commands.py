@@ -21,7 +21,7 @@ one_path_project = at_one_path_fixture("commands")  # a fresh copy per test, at 
 @pytest.fixture
 def one_path_project_with_only(tmp_path_factory):
     """project_with_only(*names): a fresh copy of the project holding only those committed spec files
-    (tests/support/projects.py), at one path, as `project` is: for tests about a few backends, whose runs
+    (tests/support/projects.py), at one path, as `one_path_project` is: for tests about a few backends, whose runs
     would otherwise load and build every spec file."""
 
     return lambda *names: at_one_path(tmp_path_factory, "commands-fewer", *names)

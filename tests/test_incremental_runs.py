@@ -1,4 +1,5 @@
-"""Adversarial edit sequences against the edit loop's caches (.cache/generator/): models, templates, module names.
+"""An incremental run writes what a fresh `regenerate --force` writes, whatever a user did between two runs:
+edit sequences against the edit loop's caches (.cache/generator/): models, templates, module names.
 
 Each test makes a project do what a user may do between two runs, then holds every
 command to the truth: what `regenerate --force` writes in a fresh copy of the same

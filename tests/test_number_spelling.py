@@ -17,6 +17,7 @@ import torch
 from generator import cli
 from generator.spelling import evaluate, proven
 from tests.support.projects import ROOT
+from tests.support.spec_code import run
 
 TORCH_BACKEND_CONFIG = Path(torch.__file__).parent / "ao" / "quantization" / "backend_config"
 BOUNDS = ("quant_min_lower_bound", "quant_max_upper_bound", "scale_min_lower_bound", "scale_max_upper_bound",
@@ -168,3 +169,25 @@ def test_a_spec_in_another_encoding_keeps_its_spellings(fresh_project):
     (node,) = [n for n in ast.parse(text).body if isinstance(n, ast.Assign) and n.targets[0].id == "e"]
     written = {k.arg: ast.get_source_segment(text, k.value) for k in node.value.keywords if k.arg != "dtype"}
     assert written == {"quant_min_lower_bound": "0", "scale_min_lower_bound": "2**-12"}
+
+
+def test_a_spelling_too_large_to_be_a_bound_is_not_computed():
+    """Each power's exponent is small, yet nested they would take hours (five levels) or give an int
+    whose repr Python refuses (over 4,300 digits)."""
+    from generator import spelling
+
+
+    assert spelling.evaluate("((10**64)**64)**2") is None
+    assert spelling.evaluate("((((((10**64)**64)**64)**64)**64)**64)") is None
+    assert spelling.evaluate("2**-12") == 2**-12 and spelling.evaluate("(2**64)**15") == 2**960
+
+
+def test_a_helper_no_spec_imports_does_not_break_a_numbers_spelling(project_with_only):
+    """Spellings of `**NAME` are looked up in every spec/ file: an unimported one may assign NAME too."""
+    project = project_with_only("qnnpack")
+    before = (project / "generated" / "qnnpack.py").read_text()
+    stray = "WEIGHT_QINT8_NEG_127_TO_127_SCALE_MIN_2_NEG_12 = dict(quant_max_upper_bound=((10**64)**64)**2)\n"
+    (project / "spec" / "_aaa.py").write_text(stray)
+    done = run(project, "regenerate", "--force")
+    assert done.returncode == 0, done.stderr
+    assert (project / "generated" / "qnnpack.py").read_text() == before

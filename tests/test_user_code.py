@@ -6,26 +6,26 @@ Through the real CLI, on a copy of the project:
   so `check` sees an edit to any of them and `regenerate` rewrites the file;
 - one spec file cannot change what another produces, whatever it mutates;
 - whatever user code raises (SystemExit 0 included) is one located line, exit 2,
-  nothing written, and what it prints never reaches standard output.
+  nothing written, and what it prints never reaches standard output;
+- code a spec file defines (a module __getattr__, a property, a finalizer) runs in the
+  guard too, whenever the generator comes to run it.
+How each load is isolated from the others in one process: tests/test_spec_isolation.py.
 """
 
 import functools
-import importlib
 import json
 import os
 import shutil
 import subprocess
 import sys
-import types
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from generator import cli
-from generator.loading import loader
-from tests.support.projects import ROOT, commit_all, git, inputs_only, reduced_keeping_its_caches
-from tests.test_adversary_session4 import doc_prefixed
+from tests.support.projects import ROOT, commit_all, git, reduced_keeping_its_caches
+from tests.support.spec_code import run
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
@@ -373,48 +373,81 @@ def test_diff_against_a_reference_builder_that_exits_is_one_located_line(fresh_p
     assert done.stderr.startswith(expected)
 
 
+# ---------------------------------------------------------------------------
+
+# Code a spec file defines runs in the guard, however the generator comes to run it
 
 
-def test_project_modules_the_caller_imported_are_set_aside_for_each_load_and_put_back(tmp_path, monkeypatch):
-    """A process that imported a helper module of the project (and changed it) before loading: every load
-    runs on a fresh one and leaves the caller's in place. The second and third loads find sys.modules as
-    the first left it, where only the modules not yet set aside as foreign are looked at again; before the
-    third, the caller imported one more project module."""
-    project = inputs_only(tmp_path / "project", "qnnpack_pt2e")
-    (project / "acme_helper").mkdir()
-    (project / "acme_helper" / "__init__.py").write_text('PREFIX = ["as the helper says. "]\n')
-    (project / "acme_helper" / "other.py").write_text('WORDS = ["and so does the other. "]\n')
-    prelude = "import acme_helper\nfrom acme_helper import other as _other\n"
-    doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "acme_helper.PREFIX[0] + _other.WORDS[0]", prelude)
-    baseline = loader.load_modules(project)
-    assert baseline[0].doc.startswith("as the helper says. and so does the other. ")
-    names = ("acme_helper", "acme_helper.other")
-    monkeypatch.syspath_prepend(str(project))
-    assert not any(name in sys.modules for name in names)
-    try:
-        helper = importlib.import_module("acme_helper")
-        helper.PREFIX[0] = "as the caller says. "
-        for imported_between in (None, None, "acme_helper.other"):
-            if imported_between:
-                importlib.import_module(imported_between).WORDS[0] = "as the caller says too. "
-            caller_s = {name: sys.modules[name] for name in names if name in sys.modules}
-            assert loader.load_modules(project) == baseline
-            assert {name: sys.modules[name] for name in names if name in sys.modules} == caller_s
-        assert sys.modules["acme_helper"] is helper and len(caller_s) == 2
-    finally:
-        for name in names:
-            sys.modules.pop(name, None)
+# ---------------------------------------------------------------------------
+
+# A spec module whose __getattr__ (PEP 562) is asked for the MODULE it lacks.
+_MODULE_GETATTR = """
+def __getattr__(name):
+    print("spec code, running outside the guard:", name)
+    raise AttributeError(name)
+"""
 
 
-def test_a_load_runs_no_module_s_getattr_while_it_sets_the_project_s_modules_aside(tmp_path):
-    """Telling the project's modules from the others reads each module's own namespace: a module in
-    sys.modules with a __getattr__ (user code, or torch's) is not asked for what it lacks."""
-    asked = []
-    watcher = types.ModuleType("acme_watcher")
-    watcher.__getattr__ = lambda name: asked.append(name) or (_ for _ in ()).throw(AttributeError(name))
-    sys.modules["acme_watcher"] = watcher
-    try:
-        loader.load_modules(inputs_only(tmp_path / "project", "qnnpack_pt2e"))
-    finally:
-        del sys.modules["acme_watcher"]
-    assert asked == []
+# A MODULE that pretends, through a __class__ property, to be what Module(...) returns.
+_FAKE_MODULE = """
+from generator import dsl
+
+
+class Fake:
+    @property
+    def __class__(self):
+        print("spec code, running outside the guard: __class__")
+        return dsl.ModuleValue
+
+    @property
+    def name(self):
+        print("spec code, running outside the guard: name")
+        return "extra"
+
+    doc, backends, exports, dtype_configs = "x", (), (), ()
+
+
+MODULE = Fake()
+"""
+
+
+@pytest.mark.parametrize("source", [_MODULE_GETATTR, _FAKE_MODULE], ids=["module_getattr", "class_property"])
+def test_reading_a_spec_files_module_runs_its_code_in_the_guard(project_with_only, source):
+    project = project_with_only("qnnpack_pt2e")
+    (project / "spec" / "extra.py").write_text(source)
+    done = run(project, "check")
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith("error: spec/extra.py:"), done.stderr
+    assert "not a Module(...)" not in errors[0]  # the fake's __class__ fools isinstance, not the check
+    assert "Traceback" not in done.stderr
+
+
+_FINALIZER = """
+
+class _Noisy:
+    def __del__(self):
+        print("spec code, running outside the guard: __del__")
+        {raise_}
+
+
+_kept = _Noisy()
+"""
+
+
+@pytest.mark.parametrize("raise_", ["", "raise ValueError('late')"], ids=["prints", "raises"])
+def test_a_spec_objects_finalizer_runs_in_the_guard(project_with_only, raise_):
+    """A spec module's namespace dies with its load, mostly as a reference cycle that the garbage
+    collector frees whenever it next runs: any later stage, where __del__ would write to stdout."""
+    project = project_with_only("x86")
+    spec = project / "spec" / "x86.py"
+    spec.write_text(spec.read_text() + _FINALIZER.format(raise_=raise_))
+    for command in (["regenerate", "--force"], ["check", "--full"]):
+        done = run(project, *command)
+        assert "__del__" not in done.stdout, command
+        assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, command
+        if raise_:
+            errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+            assert done.returncode == 2 and len(errors) == 1, done.stderr
+            assert errors[0].startswith("error: spec/x86.py:") and "ValueError: late" in errors[0]

@@ -28,7 +28,7 @@ one_path_project = at_one_path_fixture("where_users_work")  # a fresh copy per t
 @pytest.fixture
 def project_with_two_backends(tmp_path_factory) -> Path:
     """A fresh copy of the project holding two committed spec files, fbgemm's and x86's (tests/support/projects.py),
-    at one path, as `project` is: for tests about a backend of the user's own, or about how a command runs,
+    at one path, as `one_path_project` is: for tests about a backend of the user's own, or about how a command runs,
     whose runs would otherwise load and build every spec file."""
     return at_one_path(tmp_path_factory, "where_users_work-fewer", "fbgemm", "x86")
 
