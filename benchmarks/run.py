@@ -249,8 +249,8 @@ def copy_project(destination: Path, folders: Sequence[str] = PROJECT_FOLDERS) ->
 
 
 def load_builders():
-    """tests/builders.py's BUILDERS, loaded from its file without touching sys.path or writing bytecode."""
-    spec = importlib.util.spec_from_file_location("benchmark_builders", ROOT / "tests" / "builders.py")
+    """tests/support/builders.py's BUILDERS, loaded from its file without touching sys.path or writing bytecode."""
+    spec = importlib.util.spec_from_file_location("benchmark_builders", ROOT / "tests" / "support" / "builders.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)

@@ -1,7 +1,10 @@
-"""Shared fixtures. torch needs its backend_config.utils imported before builders run."""
+"""Shared fixtures and hooks. torch needs its backend_config.utils imported before builders run.
 
-import shutil
-import subprocess
+The project fixtures are made by the one factory, tests/support/projects.py, and named for its variant:
+fresh_project and project_with_only here; a module's own one_path_project or restored_project
+(projects.at_one_path_fixture, projects.restored_in_place_fixture).
+"""
+
 import sys
 from pathlib import Path
 
@@ -11,10 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from generator import cache, heap  # noqa: E402
-from tests import shared_builds  # noqa: E402  -- ROOT is on sys.path now
-
-GIT = shutil.which("git") or "git"
+from generator import heap  # noqa: E402
+from tests.support import projects, shared_builds  # noqa: E402  -- ROOT is on sys.path now
 
 
 def pytest_collectstart(collector):
@@ -34,89 +35,21 @@ def pytest_collection_finish(session):
     heap.freeze_for_good()
 
 
-def git(project: Path, *args: str) -> str:
-    """Run git in a project copy as a throwaway author; its stdout."""
-    done = subprocess.run([GIT, "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          check=True, capture_output=True, text=True)  # fmt: skip
-    return done.stdout
-
-
-def commit_all(project: Path, message: str = "base") -> Path:
-    """Make a project copy a git repository whose one commit holds everything in it."""
-    git(project, "init", "-q")
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", message)
-    return project
-
-
-# pytest imports this file as `conftest`, the test modules as `tests.conftest`: two modules, so
-# what the session shares is kept in the one module tests.shared_builds.
-
-
-def copy_inputs(destination: Path) -> Path:
-    """A copy of what regenerate reads and writes, without any cache."""
-    for folder in ("spec", "templates", "generated", "docs"):
-        shutil.copytree(ROOT / folder, destination / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    return destination
-
-
-def copy_project(destination: Path) -> Path:
-    """A copy of what regenerate reads and writes, to run the generator on safely.
-
-    It gets the session's torch-names cache, so that a generator subprocess
-    need not import torch (seconds) just to validate names it already knows,
-    its format cache, so that black formats only what a test changes (a
-    cache entry can only make a run faster, never different: tests/test_formatting.py),
-    its check memo, so that the static checks of a generated module (a third of a
-    forced regenerate's CPU) run only on texts a test changes: an entry skips them only
-    for the very text, names and checking code that passed them (tests/test_load_speed.py),
-    and its compiled templates, which serve any copy of the same templates (tests/test_load_speed.py).
-    """
-    return with_session_caches(copy_inputs(destination))
-
-
-def with_session_caches(project: Path) -> Path:
-    """The session's caches (session_caches) put into project's cache folder, each where the warm build left it."""
-    for kind, entries in session_caches():
-        kept = cache.Cache(project, kind)
-        kept.folder.mkdir(parents=True, exist_ok=True)
-        for entry in entries:
-            shutil.copy(entry, kept.folder / entry.name)
-    return project
-
-
-def warm(project: Path) -> None:
-    """Validate and format the committed spec, in this process where torch is imported anyway."""
-    from generator.build import pipeline
-    from generator.freshness import planning
-
-    copy_inputs(project)
-    pipeline.build(project, pipeline.load(project, validate=True), planning.plan(project))
-
-
-def session_caches() -> list[tuple[str, list[Path]]]:
-    """The caches of the committed spec, (kind, entries) built once per test run by the first worker to
-    copy a project.
-
-    Built on first use rather than at the start of the run: a worker that starts with
-    tests that copy no project (the FX flows) does not wait for the other one to build it.
-    """
-    if not shared_builds.SESSION_CACHE:
-        project = shared_builds.built_once(shared_builds.SESSION_FACTORY[0], "warm-caches", warm)
-        # Not the lint cache: tests see a first run's lint.
-        for kind in (cache.TORCH_NAMES, cache.FORMAT, cache.CHECKS, cache.TEMPLATES):
-            kept = cache.Cache(project, kind)
-            shared_builds.SESSION_CACHE.append((kind, [kept.path(name) for name in kept.names()]))
-        assert all(entries for _, entries in shared_builds.SESSION_CACHE), "the warm build wrote no cache"
-    return shared_builds.SESSION_CACHE
-
-
 @pytest.fixture(scope="session", autouse=True)
 def remember_the_session_s_temporary_folders(tmp_path_factory):
-    """copy_project builds the session's caches in the run's shared temporary folder (tests/shared_builds.py)."""
+    """A fresh copy builds the session's caches in the run's shared temporary folder
+    (tests/support/projects.py session_caches, tests/support/shared_builds.py)."""
     shared_builds.SESSION_FACTORY.append(tmp_path_factory)
 
 
 @pytest.fixture
-def project(tmp_path) -> Path:
-    return copy_project(tmp_path / "project")
+def fresh_project(tmp_path) -> Path:
+    """A fresh copy of the project at a path of its own (projects.fresh_copy)."""
+    return projects.fresh_copy(tmp_path / "project")
+
+
+@pytest.fixture
+def project_with_only(tmp_path_factory, tmp_path):
+    """project_with_only(*spec_names): a fresh copy of the project reduced to those spec files (and the helpers
+    they import), at a path of its own; with no name, of the whole project (projects.fresh_copy)."""
+    return lambda *names: projects.fresh_copy(tmp_path / "project", *names, factory=tmp_path_factory)

@@ -20,10 +20,8 @@ from generator import cache, cli
 from generator.build import pipeline
 from generator.loading import loader
 from generator.model import Backend
-from tests.conftest import ROOT
-from tests.fewer_specs import copy_with_only
-from tests.restored_project import project_restored_before_each_test
-from tests.shared_builds import built_once
+from tests.support.projects import ROOT, fresh_copy, restored_in_place_fixture
+from tests.support.shared_builds import built_once
 from tests.test_matrix import parse_matrix
 
 CASES = sorted(p for p in (ROOT / "tests" / "bad_specs").iterdir() if p.is_dir())
@@ -33,14 +31,14 @@ CASES = sorted(p for p in (ROOT / "tests" / "bad_specs").iterdir() if p.is_dir()
 # outputs; the other spec files are valid and would only be loaded again in each case. A fresh project per
 # test, restored in place (see there), reduced to those three.
 SPEC_FILES = ("fbgemm", "qnnpack_pt2e", "x86")
-project = project_restored_before_each_test("bad_input", *SPEC_FILES)
+restored_project = restored_in_place_fixture("bad_input", *SPEC_FILES)
 
 
 def committed_models(factory) -> Path:
     """The model cache of the project the cases are laid over (every spec file's load, kept), built once per run."""
 
     def build(folder: Path) -> None:
-        loader.load_modules(copy_with_only(factory, folder / "project", *SPEC_FILES), keep=True)
+        loader.load_modules(fresh_copy(folder / "project", *SPEC_FILES, factory=factory), keep=True)
 
     return cache.Cache(built_once(factory, "bad-input-models", build) / "project", cache.MODELS).folder
 
@@ -75,27 +73,29 @@ def snapshot(project: Path) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("command", ["regenerate", "check"])
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_a_broken_input_gives_one_located_error_and_changes_nothing(case, command, project, capsys, tmp_path_factory):
+def test_a_broken_input_gives_one_located_error_and_changes_nothing(
+    case, command, restored_project, capsys, tmp_path_factory
+):
     if command == "check":
         # check executes every spec file for its lint, whatever the cache holds; a build that then finds the
         # error takes the unchanged files' loads from the model cache, as in a user's tree after an edit.
         # regenerate runs without one: its load executes every spec file, as on a new checkout.
-        shutil.copytree(committed_models(tmp_path_factory), cache.Cache(project, cache.MODELS).folder)
-    overlay(case, project)
-    before = snapshot(project)
-    code = cli.main(["--root", str(project), command])
+        shutil.copytree(committed_models(tmp_path_factory), cache.Cache(restored_project, cache.MODELS).folder)
+    overlay(case, restored_project)
+    before = snapshot(restored_project)
+    code = cli.main(["--root", str(restored_project), command])
     err = capsys.readouterr().err
     assert code == 2
     errors = [line for line in err.splitlines() if not line.startswith("warning: ")]
     assert errors == [(case / "expected.txt").read_text().strip()]
     assert errors[0].startswith(f"error: {marked_location(case)}: ")
-    assert snapshot(project) == before
+    assert snapshot(restored_project) == before
 
 
-def test_the_process_exits_2(project):
+def test_the_process_exits_2(restored_project):
     case = ROOT / "tests" / "bad_specs" / "syntax_error"
-    overlay(case, project)
-    command = [sys.executable, "-m", "generator", "--root", str(project), "regenerate"]
+    overlay(case, restored_project)
+    command = [sys.executable, "-m", "generator", "--root", str(restored_project), "regenerate"]
     run = subprocess.run(command, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
     assert run.returncode == 2
     assert run.stderr.splitlines() == [(case / "expected.txt").read_text().strip()]
@@ -133,13 +133,13 @@ MODULE = Module(
 '''
 
 
-def test_odd_strings_are_emitted_as_code_that_equals_them(project, capsys):
+def test_odd_strings_are_emitted_as_code_that_equals_them(restored_project, capsys):
     doc = 'Doc with """quotes""", a \\ backslash\nand a second line.'
     name = "q'n\"n\\pack"
     spec = ODD_SPEC.format(doc=doc, name=name, patterns=ODD_STRINGS)
-    (project / "spec" / "qnnpack_pt2e.py").write_text(spec)
-    assert cli.main(["--root", str(project), "regenerate"]) == 0
-    module_spec = importlib.util.spec_from_file_location("odd", project / "generated" / "qnnpack_pt2e.py")
+    (restored_project / "spec" / "qnnpack_pt2e.py").write_text(spec)
+    assert cli.main(["--root", str(restored_project), "regenerate"]) == 0
+    module_spec = importlib.util.spec_from_file_location("odd", restored_project / "generated" / "qnnpack_pt2e.py")
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
     config = module.get_qnnpack_pt2e_backend_config()
@@ -147,7 +147,7 @@ def test_odd_strings_are_emitted_as_code_that_equals_them(project, capsys):
     assert [c._pattern_complex_format for c in config.configs] == [(getattr, s) for s in ODD_STRINGS]
     assert module.__doc__ == doc
     assert module.get_qnnpack_pt2e_backend_config.__doc__ == doc
-    matrix, _, _ = parse_matrix((project / "docs" / "support-matrix.md").read_text())
+    matrix, _, _ = parse_matrix((restored_project / "docs" / "support-matrix.md").read_text())
     label = Backend(name, "get_qnnpack_pt2e_backend_config", "", ()).label  # the matrix names backends by label
     assert len(matrix[label]) == len(ODD_STRINGS)
 
@@ -162,19 +162,19 @@ def test_odd_strings_are_emitted_as_code_that_equals_them(project, capsys):
     ],
     ids=["undefined name", "does not compile"],
 )
-def test_a_rendered_module_that_is_broken_is_never_written(project, capsys, template, old, new, problem):
-    path = project / "templates" / template
+def test_a_rendered_module_that_is_broken_is_never_written(restored_project, capsys, template, old, new, problem):
+    path = restored_project / "templates" / template
     assert old in path.read_text()
     path.write_text(path.read_text().replace(old, new))
-    before = snapshot(project)
-    assert cli.main(["--root", str(project), "regenerate", "--jobs", "1"]) == 2
+    before = snapshot(restored_project)
+    assert cli.main(["--root", str(restored_project), "regenerate", "--jobs", "1"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and re.fullmatch(r"error: generated/\w+\.py:\d+: the templates rendered .*", err[0]), err
     assert problem in err[0]
-    assert snapshot(project) == before
+    assert snapshot(restored_project) == before
     # The line named is the broken one: the committed module has its unbroken version there.
     module, line = re.match(r"error: (generated/\w+\.py):(\d+):", err[0]).groups()
-    unbroken = (project / module).read_text().splitlines()[int(line) - 1]
+    unbroken = (restored_project / module).read_text().splitlines()[int(line) - 1]
     assert ("(m1, m2)" if "m3" in problem else "__all__ = [") in unbroken
 
 
@@ -199,14 +199,14 @@ MODULE = Module(
 '''
 
 
-def test_a_shared_declaration_binds_the_backends_with_a_reference_and_others_ignore_it(project):
-    common = project / "spec" / "_common.py"
+def test_a_shared_declaration_binds_the_backends_with_a_reference_and_others_ignore_it(restored_project):
+    common = restored_project / "spec" / "_common.py"
     assert "\nDEFAULT_OPS = [\n" in common.read_text()
     declared = '\nDEFAULT_OPS = [\n    added(nn.Softsign, "Softsign is quantized like ELU"),\n'
     text = common.read_text().replace("\nDEFAULT_OPS = [\n", declared)
     common.write_text("from generator.dsl import added\n" + text)
-    (project / "spec" / "my_backend.py").write_text(SHARED_OPS_BACKEND)
-    backends = [b for m in pipeline.load(project, validate=False) for b in m.backends]  # no error
+    (restored_project / "spec" / "my_backend.py").write_text(SHARED_OPS_BACKEND)
+    backends = [b for m in pipeline.load(restored_project, validate=False) for b in m.backends]  # no error
     mine = next(b for b in backends if b.backend.label == "my_backend")
     assert "torch.nn.Softsign" in {c.key.path for c in mine.backend.configs if hasattr(c.key, "path")}
     assert mine.declarations == ()

@@ -13,19 +13,18 @@ import torch.ao.quantization.backend_config.fbgemm as torch_fbgemm
 from generator import cli
 from generator.freshness import planning
 from generator.loading import loader
-from tests.conftest import ROOT, commit_all
-from tests.one_path import copy_at_one_path, project_at_one_path
+from tests.support.projects import ROOT, at_one_path, at_one_path_fixture, commit_all
 
-project = project_at_one_path("commands")  # a fresh copy per test, at one path (see there)
+one_path_project = at_one_path_fixture("commands")  # a fresh copy per test, at one path (see there)
 
 
 @pytest.fixture
-def project_with_only(tmp_path_factory):
+def one_path_project_with_only(tmp_path_factory):
     """project_with_only(*names): a fresh copy of the project holding only those committed spec files
-    (tests/fewer_specs.py), at one path, as `project` is: for tests about a few backends, whose runs
+    (tests/support/projects.py), at one path, as `one_path_project` is: for tests about a few backends, whose runs
     would otherwise load and build every spec file."""
 
-    return lambda *names: copy_at_one_path(tmp_path_factory, "commands-fewer", *names)
+    return lambda *names: at_one_path(tmp_path_factory, "commands-fewer", *names)
 
 
 def run(capsys, *args):
@@ -34,16 +33,16 @@ def run(capsys, *args):
     return code, captured.out + captured.err
 
 
-def test_check_passes_on_a_clean_tree(project, capsys):
-    code, out = run(capsys, "--root", str(project), "check")
+def test_check_passes_on_a_clean_tree(one_path_project, capsys):
+    code, out = run(capsys, "--root", str(one_path_project), "check")
     assert code == 0, out
-    assert run(capsys, "--root", str(project), "check", "--full")[0] == 0
+    assert run(capsys, "--root", str(one_path_project), "check", "--full")[0] == 0
 
 
-def test_check_finds_a_stale_module_and_says_how_to_fix_it(project, capsys):
-    spec = project / "spec" / "x86.py"
+def test_check_finds_a_stale_module_and_says_how_to_fix_it(one_path_project, capsys):
+    spec = one_path_project / "spec" / "x86.py"
     spec.write_text(spec.read_text().replace("DEFAULT_OP_QUINT8)", "DEFAULT_OP_QUINT8, is_dynamic=False)"))
-    code, out = run(capsys, "--root", str(project), "check")
+    code, out = run(capsys, "--root", str(one_path_project), "check")
     assert code == 1
     assert "generated/x86.py: stale: spec/x86.py changed" in out
     assert "+    is_dynamic=False,\n" in out  # the diff regenerate would apply
@@ -51,9 +50,9 @@ def test_check_finds_a_stale_module_and_says_how_to_fix_it(project, capsys):
     assert "fix: python -m generator regenerate" in out
 
 
-def test_check_tells_changed_inputs_with_the_same_output_apart_from_stale(project_with_only, capsys):
+def test_check_tells_changed_inputs_with_the_same_output_apart_from_stale(one_path_project_with_only, capsys):
     """An edit that reaches no generated text (a comment in spec/_common.py) is not called stale."""
-    project = project_with_only("fbgemm", "x86")
+    project = one_path_project_with_only("fbgemm", "x86")
     common = project / "spec" / "_common.py"
     common.write_text(common.read_text() + "# a reviewer's note\n")
     before = {p: p.read_text() for p in (project / "generated").glob("*.py")}
@@ -74,55 +73,55 @@ def test_check_tells_changed_inputs_with_the_same_output_apart_from_stale(projec
     assert run(capsys, "--root", str(project), "check") == (0, f"{outputs} generated files are up to date\n")
 
 
-def test_check_finds_a_hand_edit_of_the_body(project, capsys):
-    module = project / "generated" / "onednn.py"
+def test_check_finds_a_hand_edit_of_the_body(one_path_project, capsys):
+    module = one_path_project / "generated" / "onednn.py"
     module.write_text(module.read_text().replace("nni.ConvAdd2d(conv, add)", "nni.ConvAdd2d(add, conv)"))
-    code, out = run(capsys, "--root", str(project), "check")
+    code, out = run(capsys, "--root", str(one_path_project), "check")
     assert code == 1
     assert "generated/onednn.py: edited by hand" in out
     assert "-    return nni.ConvAdd2d(add, conv)" in out  # the unified diff shows the fix
-    assert run(capsys, "--root", str(project), "check", "--full")[0] == 1
+    assert run(capsys, "--root", str(one_path_project), "check", "--full")[0] == 1
 
 
-def test_check_finds_a_hand_edit_of_the_manifest(project, capsys):
-    manifest = project / "generated" / "manifest.json"
+def test_check_finds_a_hand_edit_of_the_manifest(one_path_project, capsys):
+    manifest = one_path_project / "generated" / "manifest.json"
     original = manifest.read_text()
     record = re.search(r'"generated/qnnpack.py": \{\n *"digest": "([0-9a-f])', original)
     flipped = original[: record.start(1)] + ("0" if record.group(1) != "0" else "1") + original[record.end(1) :]
     manifest.write_text(flipped)
-    code, out = run(capsys, "--root", str(project), "check")
+    code, out = run(capsys, "--root", str(one_path_project), "check")
     assert code == 1
     # The module is what regenerate writes (check re-renders to know): only the record is wrong.
     assert "generated/qnnpack.py: what regenerate writes, not yet recorded" in out
     manifest.write_text(original.replace('"inputs": {\n', '"inputs": {\n  "spec/gone.py": "0",\n', 1))
-    code, out = run(capsys, "--root", str(project), "check")
+    code, out = run(capsys, "--root", str(one_path_project), "check")
     assert code == 1
     assert "generated/manifest.json: stale" in out
     assert '-  "spec/gone.py": "0",' in out
     manifest.unlink()
-    code, out = run(capsys, "--root", str(project), "check")
+    code, out = run(capsys, "--root", str(one_path_project), "check")
     assert code == 1
     assert "generated/x86.py: stale: generated/manifest.json has no record of it" in out
 
 
-def test_check_finds_a_missing_module(project, capsys):
-    (project / "generated" / "tensorrt.py").unlink()
-    code, out = run(capsys, "--root", str(project), "check")
+def test_check_finds_a_missing_module(one_path_project, capsys):
+    (one_path_project / "generated" / "tensorrt.py").unlink()
+    code, out = run(capsys, "--root", str(one_path_project), "check")
     assert code == 1
     assert "generated/tensorrt.py: missing" in out
 
 
-def test_check_exits_2_on_a_bad_spec_and_writes_nothing(project, capsys):
-    before = {p: p.read_bytes() for p in (project / "generated").iterdir()}
-    (project / "spec" / "fbgemm.py").write_text("MODULE = (\n")
-    code, out = run(capsys, "--root", str(project), "check")
+def test_check_exits_2_on_a_bad_spec_and_writes_nothing(one_path_project, capsys):
+    before = {p: p.read_bytes() for p in (one_path_project / "generated").iterdir()}
+    (one_path_project / "spec" / "fbgemm.py").write_text("MODULE = (\n")
+    code, out = run(capsys, "--root", str(one_path_project), "check")
     assert code == 2
     assert "spec/fbgemm.py:" in out
-    assert {p: p.read_bytes() for p in (project / "generated").iterdir()} == before
+    assert {p: p.read_bytes() for p in (one_path_project / "generated").iterdir()} == before
 
 
-def test_diff_against_torch_reports_drift(project, capsys, monkeypatch):
-    assert run(capsys, "--root", str(project), "diff", "--against-torch")[0] == 0
+def test_diff_against_torch_reports_drift(one_path_project, capsys, monkeypatch):
+    assert run(capsys, "--root", str(one_path_project), "diff", "--against-torch")[0] == 0
     original = torch_fbgemm.get_fbgemm_backend_config
 
     def drifted():
@@ -133,14 +132,14 @@ def test_diff_against_torch_reports_drift(project, capsys, monkeypatch):
         return config
 
     monkeypatch.setattr(torch_fbgemm, "get_fbgemm_backend_config", drifted)
-    code, out = run(capsys, "--root", str(project), "diff", "--against-torch", "fbgemm")
+    code, out = run(capsys, "--root", str(one_path_project), "diff", "--against-torch", "fbgemm")
     assert code == 1
     assert "fbgemm: + pattern nn.Dropout" in out
     assert "fbgemm: nn.Conv1d: qat_module" in out
 
 
-def test_diff_rev_names_the_patterns_a_spec_change_touched(project_with_only, capsys):
-    project = project_with_only("fbgemm", "executorch", "qnnpack")  # executorch imports qnnpack
+def test_diff_rev_names_the_patterns_a_spec_change_touched(one_path_project_with_only, capsys):
+    project = one_path_project_with_only("fbgemm", "executorch", "qnnpack")  # executorch imports qnnpack
     commit_all(project)
     common = project / "spec" / "_common.py"
     common.write_text(common.read_text().replace("nn.Dropout, nn.PReLU,", "nn.PReLU,"))
@@ -161,10 +160,11 @@ print("exit", code, "imported", heavy)
 """
 
 
-def test_check_fast_path_imports_neither_torch_nor_black_nor_the_spec(project):
+def test_check_fast_path_imports_neither_torch_nor_black_nor_the_spec(one_path_project):
     def probe():
         env = dict(os.environ, PYTHONPATH=str(ROOT))
-        done = subprocess.run([sys.executable, "-c", FAST_PATH_PROBE, str(project)], env=env, capture_output=True)
+        probe = [sys.executable, "-c", FAST_PATH_PROBE, str(one_path_project)]
+        done = subprocess.run(probe, env=env, capture_output=True)
         return done.stdout.decode(), done.stderr.decode()
 
     first_out, first_err = probe()  # no lint cache yet: the spec is executed once, without torch, black or Jinja2
@@ -174,40 +174,43 @@ def test_check_fast_path_imports_neither_torch_nor_black_nor_the_spec(project):
     assert err == first_err == ""  # the committed spec marks its intended overrides: no lint findings
 
 
-def test_clean_runs_print_only_their_result_lines(project, capsys):
-    code, out = run(capsys, "--root", str(project), "regenerate")
+def test_clean_runs_print_only_their_result_lines(one_path_project, capsys):
+    code, out = run(capsys, "--root", str(one_path_project), "regenerate")
     assert code == 0 and out.splitlines() == [line for line in out.splitlines() if line.startswith("unchanged ")]
     for command in (["check"], ["check", "--strict"]):
-        outputs = len(planning.plan(project))
-        assert run(capsys, "--root", str(project), *command) == (0, f"{outputs} generated files are up to date\n")
+        outputs = len(planning.plan(one_path_project))
+        up_to_date = (0, f"{outputs} generated files are up to date\n")
+        assert run(capsys, "--root", str(one_path_project), *command) == up_to_date
 
 
-def test_an_unmarked_override_warns_and_fails_strict_with_or_without_the_cache(project, capsys):
-    common = project / "spec" / "_common.py"
+def test_an_unmarked_override_warns_and_fails_strict_with_or_without_the_cache(one_path_project, capsys):
+    common = one_path_project / "spec" / "_common.py"
     marked = "c(relu_qat, **to_ref, overrides=TORCH_REGISTERS_CONV_RELU_TWICE),"
     assert marked in common.read_text()
     common.write_text(common.read_text().replace(marked, "c(relu_qat, **to_ref),"))
     lines = common.read_text().splitlines()
     line = max(n for n, text in enumerate(lines, 1) if text.strip() == "c(relu_qat, **to_ref),")  # the later one
-    assert run(capsys, "--root", str(project), "regenerate")[0] == 0
-    code, out = run(capsys, "--root", str(project), "check")
+    assert run(capsys, "--root", str(one_path_project), "regenerate")[0] == 0
+    code, out = run(capsys, "--root", str(one_path_project), "check")
     assert code == 0
     assert f"warning: spec/_common.py:{line}: pattern nniqat.ConvReLU2d is registered again" in out
     named = re.search(r"Backends: ([^.]*)\.", out).group(1).split(", ")
-    labels = {b.label for m in loader.load_modules(project) for b in m.backends}
+    labels = {b.label for m in loader.load_modules(one_path_project) for b in m.backends}
     assert set(named) <= labels and len(named) > 1  # the names users see, never e.g. `_native_and_fp16`
     for _ in range(2):
-        code, out = run(capsys, "--root", str(project), "check", "--strict")
+        code, out = run(capsys, "--root", str(one_path_project), "check", "--strict")
         assert code == 2
         assert f"error: spec/_common.py:{line}: pattern nniqat.ConvReLU2d is registered again" in out
         assert "(--strict; 3 lint finding(s))" in out
 
 
-def test_diff_against_torch_json_has_declared_unexplained_and_not_compared(project_with_only, capsys, monkeypatch):
+def test_diff_against_torch_json_has_declared_unexplained_and_not_compared(
+    one_path_project_with_only, capsys, monkeypatch
+):
     """A declared addition, a dtype config changed under its name, a backend without a reference."""
     import torch.ao.quantization.backend_config.x86 as torch_x86
 
-    project = project_with_only("fbgemm", "x86")
+    project = one_path_project_with_only("fbgemm", "x86")
 
     spec = project / "spec" / "x86.py"
     edits = [

@@ -3,7 +3,8 @@
 A comparator that reports nothing is only useful if it would have reported
 something: besides checking that every torch builder equals itself, these
 tests mutate every field of every pattern of every builder and require the
-comparator to name the mutated field.
+comparator to name the mutated field. Its behaviour trials of callables share one verdict among
+equivalent copies, never with other code, and leave the caller's random state as it was.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import itertools
 import math
 import operator
 import sys
+import traceback
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -36,6 +38,7 @@ from torch.ao.quantization.backend_config import (
 from torch.ao.quantization.backend_config._qnnpack_pt2e import (
     get_qnnpack_pt2e_backend_config,
 )
+from torch.ao.quantization.backend_config.x86 import get_x86_backend_config
 from torch.ao.quantization.fuser_method_mappings import (
     _sequential_wrapper2,
     fuse_conv_bn,
@@ -43,6 +46,7 @@ from torch.ao.quantization.fuser_method_mappings import (
 from torch.ao.quantization.utils import MatchAllNode
 
 from generator.build.torch_names import describe_pattern
+from generator.review import callables, equality, sides
 from generator.review.callables import callables_match
 from generator.review.changes import diff_backend_configs
 from generator.review.equality import (
@@ -54,7 +58,8 @@ from generator.review.equality import (
     compare_pattern_configs,
 )
 from generator.review.identity import CONSTRAINT_FIELDS, DTYPE_CONFIG_FIELDS
-from tests.builders import REFERENCED
+from tests.support.builders import REFERENCED
+from tests.support.projects import ROOT
 
 # Every reference builder (torch's), each compared with itself and mutated.
 BUILDERS: dict[str, Callable[[], BackendConfig]] = {b.id: b.theirs() for b in REFERENCED}
@@ -79,7 +84,6 @@ OTHER_CLASS = nn.Hardshrink
 # Torch equals torch
 # ---------------------------------------------------------------------------
 
-
 @pytest.mark.parametrize("backend", BUILDERS)
 def test_builder_equals_a_second_call_of_itself(backend: str) -> None:
     # A second call creates fresh _sequential_wrapper2 closures, so this also
@@ -97,7 +101,6 @@ def test_builder_equals_its_deep_copy(backend: str) -> None:
 # ---------------------------------------------------------------------------
 # Every mutation of every field of every pattern is reported
 # ---------------------------------------------------------------------------
-
 
 @pytest.mark.parametrize("backend", BUILDERS)
 def test_every_field_mutation_is_reported(backend: str) -> None:
@@ -310,7 +313,6 @@ def _pattern_of(config: BackendPatternConfig) -> str:
 # Reporting format and strictness of plain values
 # ---------------------------------------------------------------------------
 
-
 def _config_for(backend: str, pattern: Any) -> BackendPatternConfig:
     for config in TORCH_BUILDERS[backend]().configs:
         if config.pattern == pattern or config._pattern_complex_format == pattern:
@@ -358,7 +360,6 @@ def test_dict_key_order_is_reported() -> None:
 # ---------------------------------------------------------------------------
 # Callables: identical, equivalent code, same behaviour, different
 # ---------------------------------------------------------------------------
-
 
 def _fuse_conv_relu_1d(is_qat, conv, relu):
     return nni.ConvReLU1d(conv, relu)
@@ -635,7 +636,6 @@ def test_left_and_right_extra_inputs_getters_differ() -> None:
 # Whole configs: name, order, missing and extra patterns
 # ---------------------------------------------------------------------------
 
-
 def _rebuilt(name: str, configs: list[BackendPatternConfig]) -> BackendConfig:
     return BackendConfig(name).set_backend_pattern_configs(configs)
 
@@ -703,7 +703,6 @@ def test_unexpected_backend_config_attribute_is_reported() -> None:
 # Reviewer diff
 # ---------------------------------------------------------------------------
 
-
 def test_diff_of_equal_configs_is_empty() -> None:
     assert (
         diff_backend_configs(
@@ -756,3 +755,73 @@ def test_diff_reports_name_change_first() -> None:
     assert diff_backend_configs("pt2e", old, new) == [
         "pt2e: name: 'qnnpack_pytorch_2.0_export' -> 'renamed'"
     ]
+
+
+# ---------------------------------------------------------------------------
+# Behaviour verdicts: shared by equivalent copies, never by other code; a trial leaves the caller's random state
+# ---------------------------------------------------------------------------
+
+@pytest.fixture
+def counted_trials(monkeypatch) -> list:
+    """Every behavioural trial of fuser methods the comparator runs, from an empty verdict cache."""
+    monkeypatch.setattr(callables, "_BEHAVIOUR_VERDICTS", {})
+    monkeypatch.setattr(callables, "_REPRESENTATIVES", {})
+    trials = []
+    real = callables._fuser_behaviour_difference
+
+    def counted(ours, theirs, config):
+        trials.append((ours, theirs))
+        return real(ours, theirs, config)
+
+    monkeypatch.setattr(callables, "_fuser_behaviour_difference", counted)
+    return trials
+
+
+def _generated_x86():
+    """A fresh run of generated/x86.py: its fuser methods are new function objects each time."""
+    path = ROOT / "generated" / "x86.py"
+    return sides._module_from_source("generated_x86_copy", path.read_text(), str(path))
+
+
+def test_equivalent_copies_of_fuser_methods_share_one_verdict(counted_trials) -> None:
+    # Each backend of a diff has its own module's functions and torch's fresh closures.
+    first = equality.compare_backend_configs("x86", _generated_x86().get_x86_backend_config(), get_x86_backend_config())
+    tried = len(counted_trials)
+    assert tried > 0  # the generated module's own fuser methods are compared by behaviour
+    generated = _generated_x86().get_x86_backend_config()
+    second = equality.compare_backend_configs("x86", generated, get_x86_backend_config())
+    assert len(counted_trials) == tried
+    assert first == second == []
+
+
+def _fuse_conv_relu(is_qat, conv, relu):
+    return nni.ConvReLU1d(conv, relu)
+
+
+def _with_globals(function, **names):
+    return types.FunctionType(function.__code__, {**function.__globals__, **names}, function.__name__)
+
+
+@pytest.mark.parametrize("right_first", [True, False])
+def test_same_bytecode_with_other_globals_gets_its_own_verdict(counted_trials, right_first) -> None:
+    config = next(c for c in get_fbgemm_backend_config().configs if c.pattern == (torch.nn.Conv1d, torch.nn.ReLU))
+    theirs = _sequential_wrapper2(nni.ConvReLU1d)
+    right = _with_globals(_fuse_conv_relu)
+    wrong = _with_globals(_fuse_conv_relu, nni=types.SimpleNamespace(ConvReLU1d=nni.ConvReLU2d))
+    order = [right, wrong] if right_first else [wrong, right]
+    verdicts = {id(f): callables.callables_match("fuser_method", f, theirs, config) for f in order}
+    assert verdicts[id(right)] == (True, "same behaviour")
+    assert verdicts[id(wrong)][0] is False
+    assert len(counted_trials) == 2
+
+
+def test_trials_seed_only_the_cpu_generator(monkeypatch) -> None:
+    # torch.manual_seed also queues a seeding of each accelerator not yet initialised,
+    # capturing the stack each time: milliseconds a trial, most of a diff --against-torch.
+    config = next(c for c in get_fbgemm_backend_config().configs if c.pattern == (torch.nn.Conv1d, torch.nn.ReLU))
+    stacks = []
+    monkeypatch.setattr(traceback, "format_stack", lambda *args: stacks.append(args) or [])
+    state = torch.get_rng_state()
+    assert callables._fuser_behaviour_difference(_fuse_conv_relu, _sequential_wrapper2(nni.ConvReLU1d), config) is None
+    assert stacks == []
+    assert torch.equal(torch.get_rng_state(), state)  # the caller's random state is left as it was

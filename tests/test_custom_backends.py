@@ -1,4 +1,5 @@
-"""Generic tests for generated builders, above all those with no reference builder (tests/custom_backends).
+"""Generic tests for generated builders, above all those with no reference builder
+(tests/support/backend_checks.py).
 
 Every builder the spec describes is checked against the spec's own expansion and
 for fresh objects per call; those without a reference builder (nothing to equal
@@ -9,8 +10,8 @@ checks on the backend of PyTorch's BackendConfig tutorial.
 
 import pytest
 
-from tests.builders import BUILDERS
-from tests.custom_backends import checks
+from tests.support import backend_checks as checks
+from tests.support.builders import BUILDERS
 
 UNREFERENCED = [b for b in BUILDERS if not b.reference]
 

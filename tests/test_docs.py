@@ -21,7 +21,7 @@ import pytest
 import torch.ao.quantization.backend_config as torch_backend_config
 from torch.ao.quantization.backend_config import BackendConfig
 
-from tests.conftest import ROOT
+from tests.support.projects import ROOT
 
 PAGES = [
     ROOT / "README.md",

@@ -23,11 +23,8 @@ import pytest
 from generator import cache, cli, files
 from generator.freshness import manifest, planning
 from generator.project import spec_files
-from tests.committed_copy import commit_all_once
-from tests.conftest import ROOT, git
-from tests.fewer_specs import copy_with_only
-from tests.one_path import project_at_one_path
-from tests.shared_builds import built_once
+from tests.support.projects import ROOT, at_one_path_fixture, committed, fresh_copy, git
+from tests.support.shared_builds import built_once
 from tests.test_bad_input import snapshot
 
 COMMANDS = {
@@ -44,7 +41,7 @@ COMMANDS = {
 # touch, and tensorrt, whose module the mode test removes. Each condition here is about the process, the
 # options and the files around the run, not about what the other spec files make; each run loads less.
 SPEC_FILES = ("tensorrt", "x86")
-project = project_at_one_path("environment", *SPEC_FILES)
+one_path_project = at_one_path_fixture("environment", *SPEC_FILES)
 EVERY_COMMAND = pytest.mark.parametrize("command", list(COMMANDS.values()), ids=list(COMMANDS))
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
@@ -67,10 +64,10 @@ def get_env_backend_config():
 
 
 @pytest.fixture
-def repo(project, tmp_path_factory) -> Path:
+def repo(one_path_project, tmp_path_factory) -> Path:
     """The project copy as a git repository, so that `diff --rev HEAD` has a revision."""
-    (project / "env_builder.py").write_text(ENV_BUILDER)  # what `import` reads
-    return commit_all_once(project, tmp_path_factory, "environment")
+    (one_path_project / "env_builder.py").write_text(ENV_BUILDER)  # what `import` reads
+    return committed(one_path_project, tmp_path_factory, "environment")
 
 
 def run(capsys, *args) -> tuple[int, str, str]:
@@ -93,13 +90,13 @@ def test_outside_a_project_one_line_suggests_root_and_writes_nothing(command, tm
     assert list(tmp_path.iterdir()) == []  # no cache, no output, nothing
 
 
-def test_a_generated_folder_that_is_a_file_is_one_line_naming_it(project, capsys):
-    shutil.rmtree(project / "generated")
-    (project / "generated").write_text("not a folder\n")
-    code, out, err = run(capsys, "--root", str(project), "regenerate", "--jobs", "1")
+def test_a_generated_folder_that_is_a_file_is_one_line_naming_it(one_path_project, capsys):
+    shutil.rmtree(one_path_project / "generated")
+    (one_path_project / "generated").write_text("not a folder\n")
+    code, out, err = run(capsys, "--root", str(one_path_project), "regenerate", "--jobs", "1")
     assert code == 2 and len(err.splitlines()) == 1, err
-    assert err.endswith(f"{project / 'generated'} is a file, not a folder\n"), err
-    assert (project / "generated").read_text() == "not a folder\n"
+    assert err.endswith(f"{one_path_project / 'generated'} is a file, not a folder\n"), err
+    assert (one_path_project / "generated").read_text() == "not a folder\n"
 
 
 @EVERY_COMMAND
@@ -155,10 +152,12 @@ def test_a_target_that_cannot_be_written_or_read_is_one_line_naming_it(command, 
 
 
 @pytest.mark.parametrize("command", [["regenerate"], ["matrix"]], ids=["regenerate", "matrix"])
-def test_an_unwritable_folder_is_one_line_naming_the_file_and_files_stay_whole(command, project, capsys, monkeypatch):
-    spec = project / "spec" / "x86.py"
+def test_an_unwritable_folder_is_one_line_naming_the_file_and_files_stay_whole(
+    command, one_path_project, capsys, monkeypatch
+):
+    spec = one_path_project / "spec" / "x86.py"
     spec.write_text(spec.read_text() + "# touched: x86 and the matrix are out of date\n")
-    before = snapshot(project)
+    before = snapshot(one_path_project)
     real_open = os.open
 
     def unwritable(path, flags, *args):  # what a read-only folder does to anyone but root
@@ -167,14 +166,14 @@ def test_an_unwritable_folder_is_one_line_naming_the_file_and_files_stay_whole(c
         return real_open(path, flags, *args)
 
     monkeypatch.setattr(files.os, "open", unwritable)
-    code, out, err = run(capsys, "--root", str(project), *command)
+    code, out, err = run(capsys, "--root", str(one_path_project), *command)
     assert code == 2
     assert len(err.splitlines()) == 1
-    assert err.startswith(f"error: cannot write {project}/") and err.endswith(": Permission denied\n")
+    assert err.startswith(f"error: cannot write {one_path_project}/") and err.endswith(": Permission denied\n")
     named = Path(err.split("cannot write ")[1].split(": ")[0])
     # a generated file or the manifest that records them, not a temporary file
-    assert named in {t.output for t in planning.plan(project)} | {project / manifest.PATH}
-    assert snapshot(project) == before
+    assert named in {t.output for t in planning.plan(one_path_project)} | {one_path_project / manifest.PATH}
+    assert snapshot(one_path_project) == before
 
 
 SLOW_SPEC = """
@@ -241,17 +240,17 @@ sys.meta_path.insert(0, _Interrupting())
 """
 
 
-def test_ctrl_c_while_the_generator_starts_is_one_line_exit_130(project, tmp_path):
+def test_ctrl_c_while_the_generator_starts_is_one_line_exit_130(one_path_project, tmp_path):
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(INTERRUPTED_AT_START)
-    before = snapshot(project)
+    before = snapshot(one_path_project)
     env = dict(ENV, PYTHONPATH=os.pathsep.join([str(hook), ENV.get("PYTHONPATH", str(ROOT))]))
-    done = subprocess.run([sys.executable, "-m", "generator", "--root", str(project), "regenerate"],
+    done = subprocess.run([sys.executable, "-m", "generator", "--root", str(one_path_project), "regenerate"],
                           env=env, capture_output=True, text=True)  # fmt: skip
     assert (done.returncode, done.stdout) == (130, "")
     assert done.stderr == "error: interrupted; every file is its old or its new version\n"
-    assert snapshot(project) == before
+    assert snapshot(one_path_project) == before
 
 
 def as_a_foreground_job() -> None:
@@ -293,21 +292,21 @@ def test_a_closed_stdout_is_a_quiet_exit(command, repo):
 
 
 @pytest.mark.parametrize("command", [["regenerate"], ["matrix"]], ids=["regenerate", "matrix"])
-def test_a_rewritten_file_keeps_its_mode_and_a_new_file_gets_the_umask_default(command, project, capsys):
-    spec = project / "spec" / "x86.py"
+def test_a_rewritten_file_keeps_its_mode_and_a_new_file_gets_the_umask_default(command, one_path_project, capsys):
+    spec = one_path_project / "spec" / "x86.py"
     spec.write_text(spec.read_text().replace('doc="', 'doc="Touched: x86 is rewritten. ', 1))
-    matrix = project / "templates" / "docs" / "support-matrix.md.j2"
+    matrix = one_path_project / "templates" / "docs" / "support-matrix.md.j2"
     matrix.write_text(matrix.read_text() + "\nTouched: the matrix is rewritten.\n")
-    rewritten = project / ("generated/x86.py" if command == ["regenerate"] else planning.MATRIX_OUTPUT)
+    rewritten = one_path_project / ("generated/x86.py" if command == ["regenerate"] else planning.MATRIX_OUTPUT)
     rewritten.chmod(0o604)  # unusual on purpose: neither a default nor mkstemp's 0600
-    new = project / "generated" / "tensorrt.py"
+    new = one_path_project / "generated" / "tensorrt.py"
     new.unlink()
     old_umask = os.umask(0o027)
     try:
-        code, out, _ = run(capsys, "--root", str(project), *command)
+        code, out, _ = run(capsys, "--root", str(one_path_project), *command)
     finally:
         os.umask(old_umask)
-    assert code == 0 and f"written   {rewritten.relative_to(project)}" in out
+    assert code == 0 and f"written   {rewritten.relative_to(one_path_project)}" in out
     assert rewritten.stat().st_mode & 0o777 == 0o604
     if command == ["regenerate"]:
         assert new.stat().st_mode & 0o777 == 0o666 & ~0o027
@@ -319,7 +318,7 @@ BAD_OPTIONS = [["--jobs", "0"], ["--jobs", "-1"], ["--jobs", "two"], ["--root"],
 @pytest.fixture(scope="module")
 def untouched_project(tmp_path_factory) -> Path:
     """One copy of the project for the tests whose command never starts (the options stop it first)."""
-    return copy_with_only(tmp_path_factory, tmp_path_factory.mktemp("untouched") / "project", *SPEC_FILES)
+    return fresh_copy(tmp_path_factory.mktemp("untouched") / "project", *SPEC_FILES, factory=tmp_path_factory)
 
 
 @EVERY_COMMAND
@@ -363,12 +362,12 @@ def test_diff_without_a_revision_to_compare_says_why_in_one_line(repo, capsys, m
         assert (code, out, err) == (2, "", f"error: --rev takes a revision REV or a range A..B, not {rev!r}\n")
 
 
-def test_a_bug_is_still_one_line(project, capsys, monkeypatch):
+def test_a_bug_is_still_one_line(one_path_project, capsys, monkeypatch):
     def broken(root, recorded=None):
         raise ValueError("a bug in the generator")
 
     monkeypatch.setattr(planning, "plan", broken)
-    code, out, err = run(capsys, "--root", str(project), "check")
+    code, out, err = run(capsys, "--root", str(one_path_project), "check")
     assert code == 2
     assert err.splitlines() == [
         "error: internal error: ValueError: a bug in the generator (GENERATOR_TRACEBACK=1 shows where; report it)"
@@ -410,7 +409,7 @@ def generator_run(project: Path, *args: str, env: dict | None = None, **kwargs) 
     return subprocess.run(command, env={**ENV, **(env or {})}, timeout=300, **streams)
 
 
-def test_every_command_reads_and_writes_utf8_under_a_non_utf8_locale(non_utf8_locale, project):
+def test_every_command_reads_and_writes_utf8_under_a_non_utf8_locale(non_utf8_locale, one_path_project):
     locale_encoding = subprocess.run(
         [sys.executable, "-c", "import locale, sys; print(locale.getpreferredencoding(), sys.stdout.encoding)"],
         env={**ENV, **non_utf8_locale}, capture_output=True, text=True,
@@ -418,18 +417,18 @@ def test_every_command_reads_and_writes_utf8_under_a_non_utf8_locale(non_utf8_lo
     assert "utf" not in locale_encoding.lower(), locale_encoding  # the locale really is not UTF-8
     # and it is the one asked for, not a fallback to ASCII for a locale that is not there
     assert locale_encoding.split()[-1] == ("iso8859-1" if "LOCPATH" in non_utf8_locale else "ascii"), locale_encoding
-    assert generator_run(project, "check", env=non_utf8_locale).returncode == 0
-    spec = project / "spec" / "x86.py"
+    assert generator_run(one_path_project, "check", env=non_utf8_locale).returncode == 0
+    spec = one_path_project / "spec" / "x86.py"
     spec.write_text(spec.read_text(encoding="utf-8").replace('doc="', 'doc="Ünïcödé ◐ ', 1), encoding="utf-8")
-    regenerate = generator_run(project, "regenerate", "--jobs", "1", env=non_utf8_locale)
+    regenerate = generator_run(one_path_project, "regenerate", "--jobs", "1", env=non_utf8_locale)
     assert (regenerate.returncode, regenerate.stderr) == (0, b"")
-    assert "Ünïcödé ◐".encode() in (project / "generated" / "x86.py").read_bytes()  # UTF-8 on disk
+    assert "Ünïcödé ◐".encode() in (one_path_project / "generated" / "x86.py").read_bytes()  # UTF-8 on disk
     for command in (["check"], ["check", "--full", "--jobs", "1"]):
-        done = generator_run(project, *command, env=non_utf8_locale)
+        done = generator_run(one_path_project, *command, env=non_utf8_locale)
         assert (done.returncode, done.stderr) == (0, b""), command
         assert done.stdout.endswith(b"generated files are up to date\n")
     # A pipe that cannot carry the matrix's characters: escaped, not an error.
-    matrix = generator_run(project, "matrix", "--stdout", env=non_utf8_locale)
+    matrix = generator_run(one_path_project, "matrix", "--stdout", env=non_utf8_locale)
     assert (matrix.returncode, matrix.stderr) == (0, b"")
     assert b"\\u25d0" in matrix.stdout and "◐".encode() not in matrix.stdout
 
@@ -443,14 +442,14 @@ def touch_x86(project: Path) -> None:
 
 
 @pytest.mark.parametrize("command", [["regenerate", "--jobs", "1"], ["matrix"], ["matrix", "--stdout"]])
-def test_a_full_standard_output_is_one_line_naming_it_and_the_tree_stays_whole(command, project, capsys):
-    touch_x86(project)
+def test_a_full_standard_output_is_one_line_naming_it_and_the_tree_stays_whole(command, one_path_project, capsys):
+    touch_x86(one_path_project)
     with open("/dev/full", "w") as full:
         # Unbuffered, as in many CI runners: every line is written (and fails) at once.
-        done = generator_run(project, *command, env={"PYTHONUNBUFFERED": "1"}, stdout=full)
+        done = generator_run(one_path_project, *command, env={"PYTHONUNBUFFERED": "1"}, stdout=full)
     assert done.returncode == 2
     assert done.stderr == b"error: cannot write to standard output: No space left on device\n"
-    code, out, err = run(capsys, "--root", str(project), "check")
+    code, out, err = run(capsys, "--root", str(one_path_project), "check")
     if command == ["matrix", "--stdout"]:
         assert code == 1  # it writes nothing: x86 and the matrix are still stale
     else:  # every file written, then the report failed: check accepts the tree
@@ -480,38 +479,39 @@ def test_help_that_cannot_reach_standard_output_is_one_line_not_a_silent_success
     assert (done.returncode, done.stderr) == (2, b"error: cannot write to standard output: it is closed\n")
 
 
-def test_a_read_only_docs_folder_changes_no_file_at_all(project, capsys, monkeypatch):
+def test_a_read_only_docs_folder_changes_no_file_at_all(one_path_project, capsys, monkeypatch):
     """The modules come before the matrix: without a check first, they were written, then the run failed."""
-    touch_x86(project)
-    before = snapshot(project)
+    touch_x86(one_path_project)
+    before = snapshot(one_path_project)
     real_open = os.open
 
     def read_only_docs(path, flags, *args):
-        if flags & os.O_CREAT and Path(path).parent == project / "docs":
+        if flags & os.O_CREAT and Path(path).parent == one_path_project / "docs":
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
         return real_open(path, flags, *args)
 
     monkeypatch.setattr(files.os, "open", read_only_docs)
-    code, out, err = run(capsys, "--root", str(project), "regenerate", "--jobs", "1")
+    code, out, err = run(capsys, "--root", str(one_path_project), "regenerate", "--jobs", "1")
     assert code == 2
-    assert err == f"error: cannot write {project / planning.MATRIX_OUTPUT}: Permission denied\n"
-    assert snapshot(project) == before
+    assert err == f"error: cannot write {one_path_project / planning.MATRIX_OUTPUT}: Permission denied\n"
+    assert snapshot(one_path_project) == before
 
 
-def test_a_regenerate_waits_for_one_already_running_and_both_leave_a_tree_check_accepts(project, capsys):
-    touch_x86(project)
-    before = snapshot(project)
-    command = [sys.executable, "-m", "generator", "--root", str(project), "regenerate", "--jobs", "1"]
-    with files.project_lock(cache.lock_file(project), waiting=lambda: None):  # as a running regenerate holds it
+def test_a_regenerate_waits_for_one_already_running_and_both_leave_a_tree_check_accepts(one_path_project, capsys):
+    touch_x86(one_path_project)
+    before = snapshot(one_path_project)
+    command = [sys.executable, "-m", "generator", "--root", str(one_path_project), "regenerate", "--jobs", "1"]
+    lock = cache.lock_file(one_path_project)
+    with files.project_lock(lock, waiting=lambda: None):  # as a running regenerate holds it
         process = subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         said = process.stderr.readline()
         assert said == "warning: another regenerate or matrix is running in this project; waiting for it to finish\n"
         time.sleep(0.5)
-        assert process.poll() is None and snapshot(project) == before  # it waits, and writes nothing meanwhile
+        assert process.poll() is None and snapshot(one_path_project) == before  # it waits, and writes nothing meanwhile
     out, err = process.communicate(timeout=300)
     assert (process.returncode, err) == (0, "")
     assert "written   generated/x86.py" in out
-    assert run(capsys, "--root", str(project), "check")[0] == 0
+    assert run(capsys, "--root", str(one_path_project), "check")[0] == 0
 
 
 def dead_pid() -> int:
@@ -519,21 +519,21 @@ def dead_pid() -> int:
     return int(done.stdout)
 
 
-def test_two_regenerates_at_once_both_succeed_and_remove_no_temporary_file_of_anyone_else(project, capsys):
-    touch_x86(project)
+def test_two_regenerates_at_once_both_succeed_and_remove_no_temporary_file_of_anyone_else(one_path_project, capsys):
+    touch_x86(one_path_project)
     others = [
-        project / "docs" / ".notes.tmp",  # not the generator's at all
-        project / "generated" / f".x86.py.{os.getpid()}-0123abcd.tmp",  # a live process's
+        one_path_project / "docs" / ".notes.tmp",  # not the generator's at all
+        one_path_project / "generated" / f".x86.py.{os.getpid()}-0123abcd.tmp",  # a live process's
     ]
-    leftover = project / "generated" / f".x86.py.{dead_pid()}-0123abcd.tmp"  # a killed run's
+    leftover = one_path_project / "generated" / f".x86.py.{dead_pid()}-0123abcd.tmp"  # a killed run's
     for path in [*others, leftover]:
         path.write_text("someone's\n")
-    command = [sys.executable, "-m", "generator", "--root", str(project), "regenerate", "--jobs", "1"]
+    command = [sys.executable, "-m", "generator", "--root", str(one_path_project), "regenerate", "--jobs", "1"]
     runs = [subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
     for process in runs:
         process.communicate(timeout=300)
         assert process.returncode == 0
-    assert run(capsys, "--root", str(project), "check")[0] == 0
+    assert run(capsys, "--root", str(one_path_project), "check")[0] == 0
     assert all(path.read_text() == "someone's\n" for path in others)
     assert not leftover.exists()
-    assert sorted(p.name for p in project.rglob(".*.tmp")) == sorted(p.name for p in others)
+    assert sorted(p.name for p in one_path_project.rglob(".*.tmp")) == sorted(p.name for p in others)

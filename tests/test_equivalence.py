@@ -21,11 +21,8 @@ from generator import cli
 from generator.review.divergence import split_differences, torch_key
 from generator.review.equality import compare_pattern_configs
 from generator.review.identity import pattern_key
-from tests.builders import BUILDERS, GENERATED_MODULES, REFERENCED, _module_from_file, discover
-from tests.conftest import ROOT
-from tests.fewer_specs import fixture_of_projects_with_only
-
-project_with_only = fixture_of_projects_with_only()
+from tests.support.builders import BUILDERS, GENERATED_MODULES, REFERENCED, _module_from_file, discover
+from tests.support.projects import ROOT
 
 # ---------------------------------------------------------------------------
 # Equality with the reference
@@ -186,28 +183,28 @@ def diff(project, capsys):
     return code, capsys.readouterr().out
 
 
-def test_declared_differences_keep_the_suite_green(project, capsys):
+def test_declared_differences_keep_the_suite_green(fresh_project, capsys):
     """docs/adding-a-backend.md's "Adding an op" end to end: declared, the op passes equality and mutation tests."""
-    declare(project)
-    regenerate(project, capsys)
-    builders = [b for b in discover(project) if b.reference]
+    declare(fresh_project)
+    regenerate(fresh_project, capsys)
+    builders = [b for b in discover(fresh_project) if b.reference]
     assert {b.id for b in builders if any(d.kind == "added" for d in b.declarations)} >= {"fbgemm", "x86"}
     for builder in builders:
         assert not equality_failures(builder), builder.id
     pt2e = next(b for b in builders if {d.kind for d in b.declarations} == {"removed", "changed"})
     assert len(pt2e.ours()().configs) == len(pt2e.theirs()().configs) - 1
     assert not mutations_missed(pt2e)
-    fbgemm = (project / "generated" / "fbgemm.py").read_text()
+    fbgemm = (fresh_project / "generated" / "fbgemm.py").read_text()
     assert "# Added on purpose (unlike the reference builder): Mish is quantized like ELU on our backends" in fbgemm
     assert "# Removed on purpose (unlike the reference builder): torch.ops.aten.mm.default: we lower mm ourselves" in (
-        project / "generated" / "qnnpack_pt2e.py"
+        fresh_project / "generated" / "qnnpack_pt2e.py"
     ).read_text()
-    matrix = (project / "docs" / "support-matrix.md").read_text()
+    matrix = (fresh_project / "docs" / "support-matrix.md").read_text()
     mish = "| `fbgemm` | `nn.Mish` | + added | Mish is quantized like ELU on our backends | `spec/_common.py:"
     assert mish in matrix
     assert "| `qnnpack_pt2e` | `torch.ops.aten.mm.default` | − removed | we lower mm ourselves |" in matrix
     assert re.search(r"^\| ◐ `torch\.ops\.aten\.mm\.default` \|( · \|)+$", matrix, re.MULTILINE)
-    code, out = diff(project, capsys)
+    code, out = diff(fresh_project, capsys)
     assert code == 0, out
     assert "no undeclared differences" in out
     assert re.search(r"fbgemm: declared added nn.Mish \(spec/_common.py:\d+\): Mish is quantized like ELU on our", out)
@@ -269,10 +266,10 @@ def raise_qnnpack_weight_bound(project, bound: str = "2**-10", declared: bool = 
     return text.splitlines().index(QNNPACK_WEIGHT.splitlines()[0]) + 1
 
 
-def test_a_declared_dtype_config_change_keeps_the_suite_green(project, capsys):
-    line = raise_qnnpack_weight_bound(project)
-    regenerate(project, capsys)
-    builders = {b.id: b for b in discover(project) if b.reference}
+def test_a_declared_dtype_config_change_keeps_the_suite_green(fresh_project, capsys):
+    line = raise_qnnpack_weight_bound(fresh_project)
+    regenerate(fresh_project, capsys)
+    builders = {b.id: b for b in discover(fresh_project) if b.reference}
     changed = {name for name, b in builders.items() if any(d.key is None for d in b.declarations)}
     assert changed >= {"qnnpack", "executorch"}  # executorch shares qnnpack's dtype config
     for builder in builders.values():
@@ -281,7 +278,7 @@ def test_a_declared_dtype_config_change_keeps_the_suite_green(project, capsys):
     ours = builders["qnnpack"].ours()()
     bounds = {dc.weight_dtype_with_constraints.scale_min_lower_bound for c in ours.configs for dc in c.dtype_configs}
     assert 2**-10 in bounds and 2**-12 not in bounds
-    code, out = diff(project, capsys)
+    code, out = diff(fresh_project, capsys)
     assert code == 0, out
     declared = (
         f"  qnnpack: declared changed DTypeWithConstraints qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12 "
@@ -290,7 +287,7 @@ def test_a_declared_dtype_config_change_keeps_the_suite_green(project, capsys):
     )
     assert out.startswith("no undeclared differences in ") and declared in out.splitlines(), out
     assert declared.replace("qnnpack:", "executorch:", 1) in out.splitlines()
-    code = cli.main(["--root", str(project), "diff", "--against-torch", "--format", "json", "qnnpack"])
+    code = cli.main(["--root", str(fresh_project), "diff", "--against-torch", "--format", "json", "qnnpack"])
     qnnpack = json.loads(capsys.readouterr().out)["backends"][0]
     assert code == 0 and qnnpack["status"] == "same" and qnnpack["dtype_configs"] == []
     assert qnnpack["declared"] == [{
@@ -300,10 +297,10 @@ def test_a_declared_dtype_config_change_keeps_the_suite_green(project, capsys):
         "location": f"spec/qnnpack.py:{line}",
         "fields": [{"field": "weight_dtype.scale_min_lower_bound", "old": "0.000244140625", "new": "0.0009765625"}],
     }]
-    matrix = (project / "docs" / "support-matrix.md").read_text()
+    matrix = (fresh_project / "docs" / "support-matrix.md").read_text()
     row = "| `qnnpack` | `DTypeWithConstraints qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12` | ~ changed |"
     assert row in matrix
-    generated = (project / "generated" / "qnnpack.py").read_text()
+    generated = (fresh_project / "generated" / "qnnpack.py").read_text()
     assert (
         "# Changed on purpose (unlike the reference builder): our int8 kernels need weight scales of at least 2**-10\n"
         "qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12 = DTypeWithConstraints(" in generated

@@ -1,4 +1,5 @@
-"""black formats only what is new: formatted pieces are cached by content, and no cache can change output."""
+"""black formats only what is new: formatted pieces are cached by content, and no cache can change output;
+black formats while the static checks run, and writes what it writes for the whole module."""
 
 import json
 import re
@@ -7,12 +8,12 @@ import black
 import pytest
 
 from generator import cache, cli
-from generator.build import formatting, pipeline, rendering, resolution
-from tests.builders import GENERATED_MODULES
-from tests.conftest import ROOT
-from tests.one_path import project_at_one_path
+from generator.build import check_memo, formatting, pipeline, rendering, resolution
+from generator.freshness import planning
+from tests.support.builders import GENERATED_MODULES
+from tests.support.projects import ROOT, at_one_path_fixture
 
-project = project_at_one_path("formatting")  # a fresh copy per test, at one path (see there)
+one_path_project = at_one_path_fixture("formatting")  # a fresh copy per test, at one path (see there)
 
 MATRIX = "docs/support-matrix.md"
 
@@ -123,19 +124,19 @@ def test_a_corrupt_or_forged_cache_cannot_change_output(rendered, tmp_path, monk
     assert formatted(source, output, tmp_path, monkeypatch) == (whole, [])  # and the cache was made whole
 
 
-def test_regenerate_with_a_forged_cache_writes_what_black_writes(project):
+def test_regenerate_with_a_forged_cache_writes_what_black_writes(one_path_project):
     """Through the CLI: every cached piece of a module forged, another module's cache file cut short
     (the two smallest, so that black has least to do again)."""
     outputs = [f"generated/{module}.py" for module in GENERATED_MODULES] + [MATRIX]
-    assert cli.main(["--root", str(project), "regenerate", "--force", "--jobs", "1"]) == 0
-    kept, names = format_entries(project)
+    assert cli.main(["--root", str(one_path_project), "regenerate", "--force", "--jobs", "1"]) == 0
+    kept, names = format_entries(one_path_project)
     names.sort(key=lambda name: kept.path(name).stat().st_size)
     assert len(names) == len(GENERATED_MODULES) >= 2
     _forged_with_valid_checksums(kept, names[0])
     _truncated(kept, names[1])
-    assert cli.main(["--root", str(project), "regenerate", "--force", "--jobs", "2"]) == 0
+    assert cli.main(["--root", str(one_path_project), "regenerate", "--force", "--jobs", "2"]) == 0
     for output in outputs:
-        assert (project / output).read_bytes() == (ROOT / output).read_bytes(), output
+        assert (one_path_project / output).read_bytes() == (ROOT / output).read_bytes(), output
 
 
 def test_a_builder_whose_list_opens_on_a_line_too_long_is_what_black_makes_of_it_whole(rendered, tmp_path, monkeypatch):
@@ -148,14 +149,15 @@ def test_a_builder_whose_list_opens_on_a_line_too_long_is_what_black_makes_of_it
     assert text == black.format_str(unmarked, mode=black.Mode())
 
 
-def test_torch_names_are_validated_once_black_has_the_new_pieces(project, monkeypatch):
+def test_torch_names_are_validated_once_black_has_the_new_pieces(one_path_project, monkeypatch):
     """Checking torch names waits for torch when one is new: the formatting workers are already at work by then
     (known names are checked once every module has been handed to them; a new one is looked up in a child,
-    see tests/test_torch_speed.py)."""
-    kept, names = format_entries(project)
+    see tests/test_forked.py)."""
+    kept, names = format_entries(one_path_project)
     smallest = min(names, key=lambda name: kept.path(name).stat().st_size)
     kept.path(smallest).unlink()  # something new for black, and little
-    (project / "spec" / "_common.py").write_text((project / "spec" / "_common.py").read_text() + "# an edit\n")
+    common = one_path_project / "spec" / "_common.py"
+    common.write_text(common.read_text() + "# an edit\n")
     events = []
     real_submit, real_finish = formatting.Formatter.submit, resolution.Validation.finish
 
@@ -178,8 +180,102 @@ def test_torch_names_are_validated_once_black_has_the_new_pieces(project, monkey
     monkeypatch.setattr(formatting.Formatter, "submit", submit)
     monkeypatch.setattr(formatting.Formatter, "__init__", init)
     monkeypatch.setattr(resolution.Validation, "finish", finish)
-    assert cli.main(["--root", str(project), "regenerate", "--jobs", "2"]) == 0
+    assert cli.main(["--root", str(one_path_project), "regenerate", "--jobs", "2"]) == 0
     modules = len(GENERATED_MODULES)
     assert events == ["submit"] * modules + ["validate, workers started: True"]
     for output in [f"generated/{module}.py" for module in GENERATED_MODULES] + [MATRIX]:
-        assert (project / output).read_bytes() == (ROOT / output).read_bytes(), output
+        assert (one_path_project / output).read_bytes() == (ROOT / output).read_bytes(), output
+
+
+def test_each_module_is_checked_once_while_black_formats(tmp_path, monkeypatch):
+    """The static checks run on the rendered text, before black's results are awaited, and not again."""
+    checked, awaited = [], []
+    real_check, real_submit = pipeline.check_module, formatting.Formatter.submit
+
+    def check(text, output):
+        checked.append((output, bool(awaited)))
+        return real_check(text, output)
+
+    def submit(self, source, output):
+        result = real_submit(self, source, output)
+        return lambda: awaited.append(output) or result()
+
+    monkeypatch.setattr(pipeline, "check_module", check)
+    monkeypatch.setattr(formatting.Formatter, "submit", submit)
+    monkeypatch.setattr(check_memo, "passed", lambda *args: False)  # every text checked (the memo: test_caches)
+    modules = pipeline.load(ROOT, validate=False)
+    targets = [t for t in planning.plan(ROOT) if not t.is_matrix]
+    with formatting.Formatter(1, tmp_path) as formatter:
+        texts = pipeline.build(ROOT, modules, targets, formatter)
+    assert sorted(output for output, _ in checked) == sorted(m.spec.output for m in modules)
+    assert not any(after for _, after in checked)
+    assert all((ROOT / t.relative).read_text() == texts[t.name] for t in targets)
+
+
+def test_the_format_cache_is_keyed_by_entry_layout_too(tmp_path, monkeypatch):
+    """black is given entry_layout's prediction, so a piece formatted under an older entry_layout (one that
+    rewrote `"x', 'y"` as `"x", "y"`, which the cache's check of the code cannot tell apart) must not be reused."""
+    from pathlib import Path
+
+    from generator.build import entry_layout, formatting
+
+    before = formatting._style_key()
+    changed = tmp_path / "entry_layout.py"
+    changed.write_text(Path(entry_layout.__file__).read_text() + "\n# another prediction\n")
+    monkeypatch.setattr(entry_layout, "__file__", str(changed))
+    assert formatting._style_key() != before
+
+
+FMT_OFF_SPEC = '''"""A backend with a section that says `fmt: off`: black leaves what follows it in the list alone."""
+
+from generator.dsl import Backend, DTypeConfig, Module, config, torch
+
+a_dtype_config_with_a_name_long_enough_to_make_lines_split = DTypeConfig(
+    input_dtype=torch.quint8, output_dtype=torch.quint8, weight_dtype=torch.qint8, bias_dtype=torch.float
+)
+dtypes = [a_dtype_config_with_a_name_long_enough_to_make_lines_split]
+
+MODULE = Module(
+    doc="Sections.",
+    backends=[
+        Backend(
+            name="sections",
+            builder="get_sections_backend_config",
+            doc="Return it.",
+            configs=[
+                config(torch.nn.Conv2d, dtypes, section="conv"),
+                config(torch.nn.Conv3d, dtypes, section="fmt: off"),
+                config(torch.nn.functional.linear, dtypes, root_module=torch.nn.Linear, section="linear"),
+                config(torch.nn.functional.conv2d, dtypes),
+            ],
+        )
+    ],
+)
+'''
+
+
+def _black_of_whole_module(project, name):
+    """black's output for the module as rendered, whole, without the generator's markers and header."""
+    from generator.build import formatting, pipeline, rendering
+
+    (module,) = [m for m in pipeline.load(project, validate=False) if f"get_{name}_backend_config" in str(m)]
+    rendered = rendering.render_module(module, project / "templates")
+    unmarked = rendered.replace(formatting.BLOCK_MARKER, "").replace(formatting.ENTRY_MARKER + "\n", "")
+    return black.format_str(unmarked, mode=black.Mode())
+
+
+def test_a_section_that_turns_black_off_gives_what_black_gives_for_the_whole_module(fresh_project):
+    """A `# fmt: off` comment in one entry reaches the entries after it: entries formatted one by one (or
+    batched apart, or taken from the cache) were formatted where black leaves the whole module's alone."""
+    from generator import cli
+
+    spec = fresh_project / "spec" / "sections.py"
+    spec.write_text(FMT_OFF_SPEC.replace('section="fmt: off"', 'section="conv3d"'))
+    assert cli.main(["--root", str(fresh_project), "regenerate", "--jobs", "1"]) == 0  # every entry in the cache
+    spec.write_text(FMT_OFF_SPEC)
+    whole = _black_of_whole_module(fresh_project, "sections")  # of the same spec and templates for both runs
+    for jobs in ("1", "2"):
+        assert cli.main(["--root", str(fresh_project), "regenerate", "--force", "--jobs", jobs]) == 0
+        written = (fresh_project / "generated" / "sections.py").read_text()
+        assert "# fmt: off" in written
+        assert written.split("\n", 2)[2] == whole

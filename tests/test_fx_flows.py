@@ -19,7 +19,7 @@ conv+add(+relu), linear fusions, binary, fixed-qparams, shared-qparams and defau
 dynamic LSTM, weight-only embeddings). Every builder runs the models through ptq, those with fusion
 patterns through fuse, and those with weighted or fixed-qparams patterns through qat, with
 QConfigMappings its dtype configs accept (BACKENDS). The backend cases derive from
-tests.builders.REFERENCED; engine, mappings and untouched cases are backend-specific knowledge keyed by
+tests.support.builders.REFERENCED; engine, mappings and untouched cases are backend-specific knowledge keyed by
 builder id, with a generic default for a builder not listed (which measures what it touches).
 
 Every counted case can fail: torch's config must change the flow's results compared with an empty
@@ -85,8 +85,8 @@ from torch.ao.quantization.qconfig_mapping import (
 )
 from torch.ao.quantization.quantize_fx import convert_fx, convert_to_reference_fx, fuse_fx, prepare_fx, prepare_qat_fx
 
-from tests import shared_builds
-from tests.builders import BUILDERS, REFERENCED
+from tests.support import shared_builds
+from tests.support.builders import BUILDERS, REFERENCED
 
 # torch.ao.quantization warns that it is deprecated, that quantized tensor creation is deprecated, and
 # about qconfigs it ignores (e.g. tanh without fixed qparams): the same warnings on both runs, by design.
@@ -476,7 +476,7 @@ _NO_MODULE_FUNCTION_FUSIONS = frozenset({("linear_functional", "fuse")})
 @dataclass(frozen=True)
 class Backend:
     label: str  # test id
-    builder_id: str  # tests.builders.Builder.id
+    builder_id: str  # tests.support.builders.Builder.id
     engine: str  # torch.backends.quantized.engine for the flow and for convert_fx's lowering
     ptq_mapping: Callable[[], QConfigMapping]
     qat_mapping: Callable[[], QConfigMapping]
@@ -522,7 +522,7 @@ def _default(label: str, builder_id: str, mapping_backend: str, engine: str, **e
 
 
 # Backend-specific knowledge (quantized engine, qconfig mappings, extra variants), keyed by
-# tests.builders.Builder.id. A builder with no entry gets _generic_cases.
+# tests.support.builders.Builder.id. A builder with no entry gets _generic_cases.
 _SPECIFIC_CASES = [
     _default("fbgemm", "fbgemm", "fbgemm", "fbgemm"),
     _default("x86", "x86", "x86", "x86"),
@@ -814,7 +814,7 @@ def empty_config_result(api: str, model: Model, backend: Backend) -> dict:
 
     It depends on the model, the flow, the engine and the qconfig mapping only (no FX code in torch
     2.13 reads a config's name), so backends that share a mapping and an engine share one run, run
-    once per test run by the first pytest-xdist worker to need it (tests/shared_builds.py).
+    once per test run by the first pytest-xdist worker to need it (tests/support/shared_builds.py).
     """
     key = (model.name, api, backend.engine, repr(backend.mapping(api, model)))
     if key not in _EMPTY_CONFIG_RESULTS:

@@ -10,8 +10,8 @@ import sys
 import black
 import pytest
 
-from tests.builders import BUILDERS, GENERATED_MODULES
-from tests.conftest import ROOT
+from tests.support.builders import BUILDERS, GENERATED_MODULES
+from tests.support.projects import ROOT
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 

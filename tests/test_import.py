@@ -23,12 +23,13 @@ from generator.build.resolution import load_object
 from generator.loading import loader
 from generator.model import TorchRef
 from generator.review.equality import compare_backend_configs
-from tests.builders import discover
-from tests.conftest import ROOT, copy_project
-from tests.shared_builds import built_once, computed_once
+from tests.support import projects
+from tests.support.builders import discover
+from tests.support.projects import ROOT, fresh_copy
+from tests.support.shared_builds import built_once, computed_once
 
-USER_BUILDER = "tests.user_builder.get_user_backend_config"
-LEGACY_BUILDER = "tests.legacy_builder.get_legacy_backend_config"
+USER_BUILDER = "tests.support.user_builder.get_user_backend_config"
+LEGACY_BUILDER = "tests.support.legacy_builder.get_legacy_backend_config"
 
 
 
@@ -70,9 +71,9 @@ def build_imported(project):
     an import's CPU), which here would only find the files imported before. That refusal has
     tests of its own below; the one regenerate of all the imported files refuses a taken name too.
     """
-    without_hand_written_specs(copy_project(project))
+    without_hand_written_specs(fresh_copy(project))
     with tempfile.TemporaryDirectory() as temporary:
-        scratch = without_hand_written_specs(copy_project(Path(temporary) / "project"))
+        scratch = without_hand_written_specs(fresh_copy(Path(temporary) / "project"))
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             for reference in committed_references() + [USER_BUILDER, LEGACY_BUILDER]:
                 code = cli.main(["--root", str(scratch), "import", target(reference)])
@@ -160,13 +161,13 @@ def test_the_user_spec_names_what_the_author_named(imported):
     # dtypes spelt as the author spelt them (torch.float, not torch.float32)
     assert re.search(r"bias_dtype=torch\.float\b", spec) and "torch.float32" not in spec
     # the author's own fuser is imported, torch's closure is sequential(...)
-    assert 'fuser_method=importable("tests.user_builder.fuse_linear_relu")' in spec
+    assert 'fuser_method=importable("tests.support.user_builder.fuse_linear_relu")' in spec
     assert "fuser_method=sequential(nni.ConvReLU2d)" in spec
     # the list shared by seven patterns is named once and used by name
     assert "user_default_dtype_configs = [user_default_dtype_config]" in spec
     assert spec.count("user_default_dtype_configs)") + spec.count("user_default_dtype_configs,") == 7
     generated = outputs[USER_BUILDER][0].read_text()
-    assert "from tests.user_builder import fuse_linear_relu" in generated
+    assert "from tests.support.user_builder import fuse_linear_relu" in generated
 
 
 def test_factory_closures_and_partials_are_written_as_the_calls_that_make_them(imported):
@@ -176,12 +177,13 @@ def test_factory_closures_and_partials_are_written_as_the_calls_that_make_them(i
     project, _references, outputs = imported
     spec = (project / "spec" / "legacy.py").read_text()
     for written in (
-        'fuser_method=call(importable("tests.legacy_builder.reverse_sequential_wrapper2"), nni.ConvReLU2d)',
-        'fuser_method=call(importable("tests.legacy_builder.reverse2"), fusers.fuse_conv_bn)',
-        'fuser_method=call(importable("tests.legacy_builder.reverse3"), fusers.fuse_conv_bn_relu)',
-        'fuser_method=call(importable("tests.legacy_builder.make_fuser"), nni.LinearReLU)',
-        'importable("tests.legacy_builder.make_checked_fuser"), nni.ConvReLU1d, qat_allowed=False',
-        'fuser_method=partial(importable("tests.legacy_builder.fuse_with"), nni.ConvReLU3d)',
+        "fuser_method=call(\n" + " " * 24
+        + 'importable("tests.support.legacy_builder.reverse_sequential_wrapper2"), nni.ConvReLU2d\n' + " " * 20 + "),",
+        'fuser_method=call(importable("tests.support.legacy_builder.reverse2"), fusers.fuse_conv_bn)',
+        'fuser_method=call(importable("tests.support.legacy_builder.reverse3"), fusers.fuse_conv_bn_relu)',
+        'fuser_method=call(importable("tests.support.legacy_builder.make_fuser"), nni.LinearReLU)',
+        'importable("tests.support.legacy_builder.make_checked_fuser"), nni.ConvReLU1d, qat_allowed=False',
+        'fuser_method=partial(importable("tests.support.legacy_builder.fuse_with"), nni.ConvReLU3d)',
         "call(fusers._sequential_wrapper2, nni.BNReLU2d)",
     ):
         assert written in spec, written
@@ -214,104 +216,107 @@ def test_torchs_functions_become_the_projects_templates(imported):
         assert f'side="{name.rsplit("_", 1)[1]}"' in arguments, name
 
 
-def test_import_never_overwrites_a_spec_without_force(project, capsys):
-    spec = project / "spec" / "fbgemm.py"
+def test_import_never_overwrites_a_spec_without_force(fresh_project, capsys):
+    spec = fresh_project / "spec" / "fbgemm.py"
     before = spec.read_text()
-    code, out = run(capsys, "--root", str(project), "import", target(committed_references()[0]), "--name", "fbgemm")
+    given = target(committed_references()[0])
+    code, out = run(capsys, "--root", str(fresh_project), "import", given, "--name", "fbgemm")
     assert code == 2
     assert out.strip() == "error: spec/fbgemm.py exists; give --force to overwrite it or --name"
     assert spec.read_text() == before
-    code, out = run(capsys, "--root", str(project), "import", target(USER_BUILDER), "--name", "fbgemm", "--force")
+    code, out = run(capsys, "--root", str(fresh_project), "import", target(USER_BUILDER), "--name", "fbgemm", "--force")
     assert code == 0, out
-    assert 'reference="tests.user_builder.get_user_backend_config"' in spec.read_text()
+    assert 'reference="tests.support.user_builder.get_user_backend_config"' in spec.read_text()
 
 
-def test_import_refuses_a_backend_name_another_spec_file_uses(project, capsys):
+def test_import_refuses_a_backend_name_another_spec_file_uses(fresh_project, capsys):
     """regenerate requires backend names unique across spec/: import never writes a spec it would refuse."""
     (reference,) = [r for r in committed_references() if r.endswith(".get_qnnpack_pt2e_backend_config")]
     (owner,) = [m for m in committed_modules() for b in m.backends if b.reference == reference]  # as in the copy
-    before = {p.name: p.read_text() for p in (project / "spec").iterdir() if p.is_file()}
-    code, out = run(capsys, "--root", str(project), "import", target(reference), "--name", "pt2e_imported")
+    before = {p.name: p.read_text() for p in (fresh_project / "spec").iterdir() if p.is_file()}
+    code, out = run(capsys, "--root", str(fresh_project), "import", target(reference), "--name", "pt2e_imported")
     assert code == 2
     assert out.startswith("error: backend name 'qnnpack_pt2e' is already used by the backend at "
                           f"{owner.spec_file}:") and out.count("\n") == 1, out
     assert f"--name {owner.name} --force" in out
-    assert {p.name: p.read_text() for p in (project / "spec").iterdir() if p.is_file()} == before
+    assert {p.name: p.read_text() for p in (fresh_project / "spec").iterdir() if p.is_file()} == before
     # replacing the file that holds the name is what the message proposes, and it works
-    code, out = run(capsys, "--root", str(project), "import", target(reference), "--name", owner.name, "--force")
+    code, out = run(capsys, "--root", str(fresh_project), "import", target(reference), "--name", owner.name, "--force")
     assert code == 0, out
-    assert [b.reference for m in loader.load_modules(project) for b in m.backends].count(reference) == 1
+    assert [b.reference for m in loader.load_modules(fresh_project) for b in m.backends].count(reference) == 1
 
 
 @pytest.mark.parametrize(
     "given, message",
     [
         ("no_such_module:get_x", "error: cannot import no_such_module: ModuleNotFoundError: "),
-        ("tests.user_builder:get_nothing", "error: tests.user_builder has no function 'get_nothing'"),
-        ("tests.user_builder", "error: 'tests.user_builder': expected MODULE:FUNCTION"),
+        ("tests.support.user_builder:get_nothing", "error: tests.support.user_builder has no function 'get_nothing'"),
+        ("tests.support.user_builder", "error: 'tests.support.user_builder': expected MODULE:FUNCTION"),
         (
-            "tests.user_builder:get_not_a_backend_config",
-            "error: tests.user_builder:get_not_a_backend_config() returned dict, not a BackendConfig",
+            "tests.support.user_builder:get_not_a_backend_config",
+            "error: tests.support.user_builder:get_not_a_backend_config() returned dict, not a BackendConfig",
         ),
         (
-            "tests.user_builder:get_unnamed_closure_backend_config",
+            "tests.support.user_builder:get_unnamed_closure_backend_config",
             "error: pattern (nn.Conv2d, nn.ReLU): cannot name fuser_method "
-            "tests.user_builder.get_unnamed_closure_backend_config.<locals>.fuse_reversed: it is local to "
+            "tests.support.user_builder.get_unnamed_closure_backend_config.<locals>.fuse_reversed: it is local to "
             "get_unnamed_closure_backend_config(), which returns a BackendConfig, not a callable; define it",
         ),
         (
-            "tests.user_builder:get_raising_backend_config",
-            "error: tests.user_builder:get_raising_backend_config() raised RuntimeError: this backend needs a license",
+            "tests.support.user_builder:get_raising_backend_config",
+            "error: tests.support.user_builder:get_raising_backend_config() raised RuntimeError: "
+            "this backend needs a license",
         ),
         (
-            "tests.user_builder:get_default_named_backend_config",
-            "error: tests.user_builder:get_default_named_backend_config() returns a BackendConfig with torch's "
+            "tests.support.user_builder:get_default_named_backend_config",
+            "error: tests.support.user_builder:get_default_named_backend_config() returns a BackendConfig with torch's "
             'default empty name, which a spec cannot give a backend; name it in the builder: BackendConfig("',
         ),
         (
-            "tests.legacy_builder:get_local_class_backend_config",
-            "error: pattern (nn.Conv2d, nn.ReLU): cannot name fuser_method tests.legacy_builder.make_fuser.<locals>"
-            ".fuse: it holds tests.legacy_builder.get_local_class_backend_config.<locals>.LocalConvReLU, which has "
+            "tests.support.legacy_builder:get_local_class_backend_config",
+            "error: pattern (nn.Conv2d, nn.ReLU): cannot name fuser_method "
+            "tests.support.legacy_builder.make_fuser.<locals>.fuse: it holds "
+            "tests.support.legacy_builder.get_local_class_backend_config.<locals>.LocalConvReLU, which has "
             "no import path; define it, or the factory that makes it and each argument it is given, at module level",
         ),
     ],
 )
 @pytest.mark.parametrize("name", [["--name", "refused"], []], ids=["named", "default name"])
-def test_import_refuses_with_one_line_and_writes_nothing(project, capsys, given, message, name):
-    before = sorted(p.name for p in (project / "spec").iterdir())
-    code, out = run(capsys, "--root", str(project), "import", given, *name)
+def test_import_refuses_with_one_line_and_writes_nothing(fresh_project, capsys, given, message, name):
+    before = sorted(p.name for p in (fresh_project / "spec").iterdir())
+    code, out = run(capsys, "--root", str(fresh_project), "import", given, *name)
     assert code == 2
     assert out.startswith(message) and out.count("\n") == 1, out
-    assert sorted(p.name for p in (project / "spec").iterdir()) == before
+    assert sorted(p.name for p in (fresh_project / "spec").iterdir()) == before
 
 
 NOT_PLAIN_FUNCTIONS = {
-    "partial": ("tests.user_builder:get_partial_backend_config", []),
-    "lambda": ("tests.user_builder:get_lambda_backend_config", ["--name", "lambda_builder"]),
-    "staticmethod": ("tests.user_builder:Vendor.get_backend_config", []),
-    "callable object": ("tests.user_builder:get_object_backend_config", []),
-    "empty BackendConfig": ("tests.user_builder:get_empty_backend_config", []),
+    "partial": ("tests.support.user_builder:get_partial_backend_config", []),
+    "lambda": ("tests.support.user_builder:get_lambda_backend_config", ["--name", "lambda_builder"]),
+    "staticmethod": ("tests.support.user_builder:Vendor.get_backend_config", []),
+    "callable object": ("tests.support.user_builder:get_object_backend_config", []),
+    "empty BackendConfig": ("tests.support.user_builder:get_empty_backend_config", []),
 }
 
 
-def test_any_builder_callable_imports_to_a_spec_that_regenerates_equal(project, capsys):
+def test_any_builder_callable_imports_to_a_spec_that_regenerates_equal(fresh_project, capsys):
     """Functions, partials, lambdas, staticmethods, callable objects and an empty BackendConfig."""
-    for spec_file in (project / "spec").glob("[!_]*.py"):
+    for spec_file in (fresh_project / "spec").glob("[!_]*.py"):
         spec_file.unlink()
     for given, options in NOT_PLAIN_FUNCTIONS.values():
-        code, out = run(capsys, "--root", str(project), "import", given, *options)
+        code, out = run(capsys, "--root", str(fresh_project), "import", given, *options)
         assert code == 0, out
-    code, out = run(capsys, "--root", str(project), "regenerate")
+    code, out = run(capsys, "--root", str(fresh_project), "regenerate")
     assert code == 0, out
-    written = {b.reference: (m, b) for m in loader.load_modules(project) for b in m.backends}
+    written = {b.reference: (m, b) for m in loader.load_modules(fresh_project) for b in m.backends}
     assert sorted(written) == sorted(target.replace(":", ".") for target, _ in NOT_PLAIN_FUNCTIONS.values())
     for reference, (module, backend) in written.items():
-        ours = getattr(load_generated(project / module.output), backend.builder)()
+        ours = getattr(load_generated(fresh_project / module.output), backend.builder)()
         theirs = load_object(TorchRef(reference))()  # Vendor.get_backend_config is not a module's name
         assert compare_backend_configs(reference, ours, theirs) == []
-    assert written["tests.user_builder.get_empty_backend_config"][1].configs == ()
-    assert written["tests.user_builder.get_lambda_backend_config"][1].builder == "get_lambda_backend_config"
-    assert written["tests.user_builder.get_partial_backend_config"][1].doc == (
+    assert written["tests.support.user_builder.get_empty_backend_config"][1].configs == ()
+    assert written["tests.support.user_builder.get_lambda_backend_config"][1].builder == "get_lambda_backend_config"
+    assert written["tests.support.user_builder.get_partial_backend_config"][1].doc == (
         "Return the `BackendConfig` of one of this vendor's backends."
     )
 
@@ -319,20 +324,20 @@ def test_any_builder_callable_imports_to_a_spec_that_regenerates_equal(project, 
 @pytest.mark.parametrize(
     "given, options",
     [
-        ("tests.user_builder:get_lambda_backend_config", []),  # the default name, lambda, is a keyword
-        ("tests.user_builder:get_partial_backend_config", ["--name", "class"]),
+        ("tests.support.user_builder:get_lambda_backend_config", []),  # the default name, lambda, is a keyword
+        ("tests.support.user_builder:get_partial_backend_config", ["--name", "class"]),
     ],
 )
-def test_import_refuses_a_spec_name_that_is_a_keyword(project, capsys, given, options):
-    before = sorted(p.name for p in (project / "spec").iterdir())
-    code, out = run(capsys, "--root", str(project), "import", given, *options)
+def test_import_refuses_a_spec_name_that_is_a_keyword(fresh_project, capsys, given, options):
+    before = sorted(p.name for p in (fresh_project / "spec").iterdir())
+    code, out = run(capsys, "--root", str(fresh_project), "import", given, *options)
     assert code == 2
     assert re.fullmatch(r"error: '(lambda|class)' cannot name a spec file: use a lower-case identifier that is not "
                         r"a Python keyword \(--name\)\n", out), out
-    assert sorted(p.name for p in (project / "spec").iterdir()) == before
+    assert sorted(p.name for p in (fresh_project / "spec").iterdir()) == before
 
 
-def test_import_writes_nothing_regenerate_would_refuse(project, capsys, monkeypatch):
+def test_import_writes_nothing_regenerate_would_refuse(fresh_project, capsys, monkeypatch):
     """The written spec is loaded, validated and expanded first: whatever import got wrong in it
     (here: a builder name that is a keyword) is one line, exit 2, no file."""
     from generator.importer import spec_writer
@@ -340,12 +345,13 @@ def test_import_writes_nothing_regenerate_would_refuse(project, capsys, monkeypa
     written = spec_writer.spec_source
     monkeypatch.setattr(spec_writer, "spec_source", lambda spec: written(spec).replace(
         'builder="get_partial_backend_config"', 'builder="class"'))
-    before = sorted(p.name for p in (project / "spec").iterdir())
-    code, out = run(capsys, "--root", str(project), "import", "tests.user_builder:get_partial_backend_config")
+    before = sorted(p.name for p in (fresh_project / "spec").iterdir())
+    given = "tests.support.user_builder:get_partial_backend_config"
+    code, out = run(capsys, "--root", str(fresh_project), "import", given)
     assert code == 2
     assert out.startswith("error: not written: regenerate would refuse spec/partial.py as import made it "
                           "(spec/partial.py:") and "'class'" in out and out.count("\n") == 1, out
-    assert sorted(p.name for p in (project / "spec").iterdir()) == before
+    assert sorted(p.name for p in (fresh_project / "spec").iterdir()) == before
 
 
 @contextlib.contextmanager
@@ -372,10 +378,8 @@ def outputs_of(project):
 def test_import_force_of_every_generated_builder_round_trips_byte_identical(tmp_path, tmp_path_factory, capsys):
     """Every committed spec and the tutorial's: `import --force` of the generated builder over
     its own spec, then regenerate, leaves spec/, generated/ and the matrix byte-identical."""
-    from tests.test_tutorial_backend import tutorial_project
-
     project = tmp_path / "project"
-    tutorial_project(tmp_path_factory, project)  # the project with the tutorial's backend, regenerated
+    projects.tutorial(tmp_path_factory, project)  # the project with the tutorial's backend, regenerated
     before = outputs_of(project)
     imported = []
     with generated_package_of(project):
@@ -399,21 +403,23 @@ def changed_lines(old: str, new: str) -> tuple[list[str], list[str]]:
     return [line[2:] for line in diff if line.startswith("- ")], [line[2:] for line in diff if line.startswith("+ ")]
 
 
-def test_import_force_of_a_builder_that_returns_something_else_keeps_what_the_spec_said(project, capsys):
+def test_import_force_of_a_builder_that_returns_something_else_keeps_what_the_spec_said(fresh_project, capsys):
     """One pattern changed: a new spec is written, and the generated module and the matrix change
     by that pattern alone: builder name, docstrings, sections, dtype-config names, their order and
     spelling (`torch.float`) come from the spec it replaces."""
-    before = {p: (project / p).read_text() for p in ("spec/fbgemm.py", "generated/fbgemm.py", "docs/support-matrix.md")}
-    given = "tests.user_builder:get_fbgemm_with_another_relu_backend_config"
-    code, out = run(capsys, "--root", str(project), "import", given, "--force", "--name", "fbgemm")
+    before = {
+        p: (fresh_project / p).read_text() for p in ("spec/fbgemm.py", "generated/fbgemm.py", "docs/support-matrix.md")
+    }
+    given = "tests.support.user_builder:get_fbgemm_with_another_relu_backend_config"
+    code, out = run(capsys, "--root", str(fresh_project), "import", given, "--force", "--name", "fbgemm")
     assert code == 0, out
     assert out.startswith("written   spec/fbgemm.py: ")
-    spec = (project / "spec" / "fbgemm.py").read_text()
+    spec = (fresh_project / "spec" / "fbgemm.py").read_text()
     assert spec != before["spec/fbgemm.py"]
     # still compacted: the op groups, then the one pattern the builder sets otherwise
     assert spec.count("config(") == 1 and 'overrides="the builder sets it otherwise than ' in spec, spec
-    assert run(capsys, "--root", str(project), "regenerate")[0] == 0
-    generated = (project / "generated" / "fbgemm.py").read_text()
+    assert run(capsys, "--root", str(fresh_project), "regenerate")[0] == 0
+    generated = (fresh_project / "generated" / "fbgemm.py").read_text()
     removed, added = changed_lines(before["generated/fbgemm.py"], generated)
     assert removed == ["            BackendPatternConfig(nn.ReLU)",
                        "            .set_observation_type(ObservationType.OUTPUT_SHARE_OBSERVER_WITH_INPUT)",
@@ -423,28 +429,29 @@ def test_import_force_of_a_builder_that_returns_something_else_keeps_what_the_sp
            "dtype=torch.quint8", "scale_min_lower_bound=0.000244140625", "# Registered twice")  # fmt: skip
     assert all(line.strip(" (),") == "" or any(word in line for word in new) for line in added), added
     assert len(added) <= 16, added
-    removed, added = changed_lines(before["docs/support-matrix.md"], (project / "docs/support-matrix.md").read_text())
+    matrix = (fresh_project / "docs/support-matrix.md").read_text()
+    removed, added = changed_lines(before["docs/support-matrix.md"], matrix)
     assert [line.split(" | ")[0] for line in removed] == ["| ◐ `nn.ReLU`"]
     assert [line.split(" | ")[0] for line in added] == ["| ◐ `nn.ReLU`", "| `user_default_dtype_config`"]
-    ours = load_generated(project / "generated" / "fbgemm.py").get_fbgemm_backend_config()
+    ours = load_generated(fresh_project / "generated" / "fbgemm.py").get_fbgemm_backend_config()
     theirs = load_object(TorchRef(given.replace(":", ".")))()
     assert compare_backend_configs(given, ours, theirs) == []
 
 
-def test_import_force_refuses_to_drop_the_other_backends_of_a_spec_file(project, capsys):
+def test_import_force_refuses_to_drop_the_other_backends_of_a_spec_file(fresh_project, capsys):
     """A spec file may declare several backends; import writes one, so replacing it would drop the rest."""
-    spec_file = project / "spec" / "fbgemm.py"
+    spec_file = fresh_project / "spec" / "fbgemm.py"
     source = spec_file.read_text()
     assert source.count("        Backend(\n") == 1
     second = source[source.index("        Backend(\n") : source.index("    ],\n)")]
     second = second.replace('name="fbgemm"', 'name="fbgemm_twin"')
     second = second.replace('builder="get_fbgemm_backend_config"', 'builder="get_fbgemm_twin_backend_config"')
     spec_file.write_text(source.replace("        )\n    ],\n)", "        ),\n" + second + "    ],\n)"))
-    code, out = run(capsys, "--root", str(project), "regenerate")
+    code, out = run(capsys, "--root", str(fresh_project), "regenerate")
     assert code == 0, out
     before = spec_file.read_text()
-    given = "tests.user_builder:get_fbgemm_with_another_relu_backend_config"
-    code, out = run(capsys, "--root", str(project), "import", given, "--force", "--name", "fbgemm")
+    given = "tests.support.user_builder:get_fbgemm_with_another_relu_backend_config"
+    code, out = run(capsys, "--root", str(fresh_project), "import", given, "--force", "--name", "fbgemm")
     assert code == 2
     assert out == ("error: spec/fbgemm.py also declares 'fbgemm_twin', which import (one backend per file) would "
                    "drop; move it to a spec file of its own first, or edit spec/fbgemm.py by hand\n")
@@ -486,7 +493,7 @@ def test_no_compact_writes_every_pattern_and_the_same_patterns(imported, tmp_pat
     from benchmarks.spec_size import code_lines
 
     project, _references, _outputs = imported
-    expanded = copy_project(tmp_path / "expanded")
+    expanded = fresh_copy(tmp_path / "expanded")
     for spec_file in (expanded / "spec").glob("[!_]*.py"):
         spec_file.unlink()
     reference = next(r for r in committed_references() if r.endswith(".get_fbgemm_backend_config"))
@@ -504,7 +511,7 @@ def test_no_compact_writes_every_pattern_and_the_same_patterns(imported, tmp_pat
 
 def test_without_spec_common_or_matching_groups_import_writes_every_pattern(imported, tmp_path, capsys):
     project, _references, _outputs = imported
-    bare = copy_project(tmp_path / "bare")
+    bare = fresh_copy(tmp_path / "bare")
     for spec_file in (bare / "spec").glob("[!_]*.py"):
         spec_file.unlink()
     (bare / "spec" / "_common.py").unlink()

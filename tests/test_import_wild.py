@@ -37,9 +37,9 @@ def write_package(project, package: str, source: str) -> None:
     (project / package / "backend.py").write_text(textwrap.dedent(source))
 
 
-def test_import_refuses_a_fuser_importable_only_from_the_project_root(project, capsys):
+def test_import_refuses_a_fuser_importable_only_from_the_project_root(fresh_project, capsys):
     """regenerate refuses such a name (generated modules must import from any folder): import did not."""
-    write_package(project, "wild_vendor_partial", """
+    write_package(fresh_project, "wild_vendor_partial", """
         import functools
 
         import torch
@@ -61,20 +61,20 @@ def test_import_refuses_a_fuser_importable_only_from_the_project_root(project, c
                 pattern.set_fuser_method(fuser).set_fused_module(nni.ConvReLU2d)
             )
     """)
-    before = snapshot(project)
-    code, out = run(capsys, "--root", str(project), "import", "wild_vendor_partial.backend:get_config")
+    before = snapshot(fresh_project)
+    code, out = run(capsys, "--root", str(fresh_project), "import", "wild_vendor_partial.backend:get_config")
     assert code == 2, out
     assert out.startswith("error: not written: regenerate would refuse spec/config.py as import made it ("
                           "spec/config.py:") and out.count("\n") == 1, out
     assert "wild_vendor_partial.backend.fuse_with is importable only from the project root" in out
-    assert snapshot(project) == before
+    assert snapshot(fresh_project) == before
 
 
-def test_import_refuses_a_users_fuser_that_a_template_matches_only_on_the_trials(project, capsys):
+def test_import_refuses_a_users_fuser_that_a_template_matches_only_on_the_trials(fresh_project, capsys):
     """The comparator tries fusers on a few real modules; this one differs on a 7x7 conv, which it
     never builds. A template that behaves alike on the trials must not stand for a user's function:
     the generated module would be "proven equal" and differ."""
-    write_package(project, "wild_vendor_branching", """
+    write_package(fresh_project, "wild_vendor_branching", """
         import torch
         import torch.ao.nn.intrinsic as nni
         import torch.nn as nn
@@ -94,14 +94,14 @@ def test_import_refuses_a_users_fuser_that_a_template_matches_only_on_the_trials
                 pattern.set_fuser_method(fuse).set_fused_module(nni.ConvReLU2d)
             )
     """)
-    before = snapshot(project)
-    code, out = run(capsys, "--root", str(project), "import", "wild_vendor_branching.backend:get_config")
+    before = snapshot(fresh_project)
+    code, out = run(capsys, "--root", str(fresh_project), "import", "wild_vendor_branching.backend:get_config")
     assert code == 2, out
     assert out == ("error: pattern (nn.Conv2d, nn.ReLU): cannot name fuser_method wild_vendor_branching.backend"
                    ".get_config.<locals>.fuse: it is local to get_config(), which returns a BackendConfig, not a "
                    "callable; define it, or the factory that makes it and each argument it is given, at module "
                    "level of an importable module\n")
-    assert snapshot(project) == before
+    assert snapshot(fresh_project) == before
 
 
 CALLABLE_OBJECTS = """
@@ -153,30 +153,30 @@ CALLABLE_OBJECTS = """
 """
 
 
-def test_import_names_callable_objects_by_the_module_level_names_they_are_bound_to(project, capsys, monkeypatch):
+def test_import_names_callable_objects_by_the_module_level_names_they_are_bound_to(fresh_project, capsys, monkeypatch):
     """A callable instance used as a fuser, and an object a factory closes over, are importable by the
     global they are bound to (public or not); unbound, they are refused with what to do."""
-    site = project.parent / "site"  # an installed package: on sys.path wherever a generated module runs
+    site = fresh_project.parent / "site"  # an installed package: on sys.path wherever a generated module runs
     site.mkdir()
     write_package(site, "wild_vendor_objects", CALLABLE_OBJECTS)
     monkeypatch.syspath_prepend(str(site))
-    before = snapshot(project)
-    code, out = run(capsys, "--root", str(project), "import", "wild_vendor_objects.backend:get_unbound_config")
+    before = snapshot(fresh_project)
+    code, out = run(capsys, "--root", str(fresh_project), "import", "wild_vendor_objects.backend:get_unbound_config")
     assert code == 2, out
     assert out.startswith("error: pattern (nn.Conv2d, nn.ReLU): cannot name fuser_method <wild_vendor_objects."
                           "backend.Fuser object at ") and out.count("\n") == 1, out
     assert out.endswith("; define it (or bind the object) at module level of an importable module\n"), out
-    assert snapshot(project) == before
+    assert snapshot(fresh_project) == before
 
-    code, out = run(capsys, "--root", str(project), "import", "wild_vendor_objects.backend:get_config")
+    code, out = run(capsys, "--root", str(fresh_project), "import", "wild_vendor_objects.backend:get_config")
     assert code == 0, out
-    spec_text = "".join((project / "spec" / "config.py").read_text().split())  # as black wraps it or not
+    spec_text = "".join((fresh_project / "spec" / "config.py").read_text().split())  # as black wraps it or not
     assert 'fuser_method=importable("wild_vendor_objects.backend.CONV_RELU_FUSER")' in spec_text
     assert ('fuser_method=call(importable("wild_vendor_objects.backend.make_fuser"),'
             'importable("wild_vendor_objects.backend._OPTIONS")') in spec_text
-    code, out = run(capsys, "--root", str(project), "regenerate")
+    code, out = run(capsys, "--root", str(fresh_project), "regenerate")
     assert code == 0, out
-    generated = load_generated(project / "generated" / "config.py")
+    generated = load_generated(fresh_project / "generated" / "config.py")
     from wild_vendor_objects.backend import get_config
 
     assert compare_backend_configs("wild", generated.get_config(), get_config()) == []
@@ -187,10 +187,10 @@ def test_import_names_callable_objects_by_the_module_level_names_they_are_bound_
     "bound, shown",
     [('float("nan")', "nan"), ('float("-inf")', "-inf"), ("True", "True"), ("torch.tensor(0.5)", "tensor(0.5000)")],
 )
-def test_import_refuses_a_constraint_bound_a_spec_cannot_write(project, capsys, bound, shown):
+def test_import_refuses_a_constraint_bound_a_spec_cannot_write(fresh_project, capsys, bound, shown):
     """These reached the written spec as `nan`/`tensor(...)`, refused later as a NameError in the spec."""
     package = "wild_vendor_bound_" + "".join(c for c in bound if c.isalnum())
-    write_package(project, package, f"""
+    write_package(fresh_project, package, f"""
         import torch
         import torch.nn as nn
         from torch.ao.quantization.backend_config import (
@@ -205,9 +205,9 @@ def test_import_refuses_a_constraint_bound_a_spec_cannot_write(project, capsys, 
                 BackendPatternConfig(nn.ReLU).set_dtype_configs([dtype_config])
             )
     """)
-    before = snapshot(project)
-    code, out = run(capsys, "--root", str(project), "import", f"{package}.backend:get_config")
+    before = snapshot(fresh_project)
+    code, out = run(capsys, "--root", str(fresh_project), "import", f"{package}.backend:get_config")
     assert code == 2, out
     assert out == (f"error: a DTypeWithConstraints of quint8 has scale_min_lower_bound={shown}, which a spec cannot "
                    "write: a bound is a finite int or float; change what the builder returns\n")
-    assert snapshot(project) == before
+    assert snapshot(fresh_project) == before

@@ -6,9 +6,9 @@ spec/_common.py (new input digests in the manifest). Two ways of killing:
 - at every step of the write phase (temporary file created, half written,
   before and after fsync, before and after the rename), in forked children
   that run regenerate's own writing code and SIGKILL themselves there
-  (tests/killed_writer.py: forked from a small process, not from pytest);
+  (tests/support/killed_writer.py: forked from a small process, not from pytest);
 - a real `python -m generator regenerate` process killed inside its write
-  phase: a pause the test puts into that process (tests/killed_writer.py,
+  phase: a pause the test puts into that process (tests/support/killed_writer.py,
   paused_regenerate) stops it after half the files are written, and the test
   kills it there.
 """
@@ -26,9 +26,9 @@ import pytest
 
 from generator import cli
 from generator.freshness import manifest, planning
-from tests.conftest import ROOT, copy_project
-from tests.killed_writer import Killer, paused_regenerate
-from tests.shared_builds import computed_once
+from tests.support.killed_writer import Killer, paused_regenerate
+from tests.support.projects import ROOT, fresh_copy
+from tests.support.shared_builds import computed_once
 
 
 def change_every_output(project: Path) -> None:
@@ -53,7 +53,7 @@ def contents(project: Path) -> dict[Path, bytes]:
 
 def regenerated_versions(project: Path) -> tuple[dict, dict]:
     """(old, new): the bytes of every output before and after the change, by path relative to the project."""
-    copy_project(project)
+    fresh_copy(project)
     old = {p.relative_to(project): b for p, b in contents(project).items()}
     change_every_output(project)
     with contextlib.redirect_stdout(io.StringIO()):  # the written files' list
@@ -93,7 +93,7 @@ def restore(project: Path, old: dict, changed: set[str]) -> None:
 
 def test_killed_at_every_step_of_writing(versions, tmp_path):
     old, new = versions
-    project = copy_project(tmp_path / "project")
+    project = fresh_copy(tmp_path / "project")
     change_every_output(project)
     targets = planning.plan(project)
     # What is written is under test here, not how it is made: the texts are those the real regenerate wrote.
@@ -137,7 +137,7 @@ def assert_no_process_left(project: Path) -> None:
 def test_real_regenerate_killed_mid_write_then_check_tells_the_truth(versions, tmp_path, capsys):
     """A real run stops at the test's pause point after writing half the files, and is killed there."""
     old, new = versions
-    project = copy_project(tmp_path / "project")
+    project = fresh_copy(tmp_path / "project")
     change_every_output(project)  # no format cache of the change: the run's formatting workers are started
     halfway = len(old) // 2
     env = dict(os.environ, PYTHONPATH=str(ROOT))

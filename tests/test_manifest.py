@@ -12,10 +12,9 @@ from generator import cli
 from generator.build import pipeline
 from generator.freshness import planning
 from generator.spelling import python_source
-from tests.conftest import commit_all, git
-from tests.one_path import project_at_one_path
+from tests.support.projects import at_one_path_fixture, commit_all, git
 
-project = project_at_one_path("manifest")  # a fresh copy per test, at one path (see there)
+one_path_project = at_one_path_fixture("manifest")  # a fresh copy per test, at one path (see there)
 
 
 def committed(project):
@@ -48,38 +47,38 @@ def enclosing_function(source: str, lines: tuple[int, int]) -> str | None:
     return None
 
 
-def test_a_one_op_edit_changes_only_the_builders_that_gain_the_pattern(project, capsys):
-    committed(project)
-    before = patterns_by_builder(project)
-    common = project / "spec" / "_common.py"
+def test_a_one_op_edit_changes_only_the_builders_that_gain_the_pattern(one_path_project, capsys):
+    committed(one_path_project)
+    before = patterns_by_builder(one_path_project)
+    common = one_path_project / "spec" / "_common.py"
     assert "    nn.ELU, nn.LeakyReLU," in common.read_text()
     common.write_text(common.read_text().replace("    nn.ELU, nn.LeakyReLU,", "    nn.ELU, nn.SiLU, nn.LeakyReLU,", 1))
-    assert cli.main(["--root", str(project), "regenerate"]) == 0
-    after = patterns_by_builder(project)
+    assert cli.main(["--root", str(one_path_project), "regenerate"]) == 0
+    after = patterns_by_builder(one_path_project)
     gaining = {key for key in after if after[key] - before[key] == {"nn.SiLU"}}
     assert gaining and all(after[key] == before[key] for key in after if key not in gaining)
     modules = {f"generated/{module}.py" for module, _ in gaining}
-    changed = set(git(project, "diff", "--name-only").split())
+    changed = set(git(one_path_project, "diff", "--name-only").split())
     assert changed == modules | {"spec/_common.py", "docs/support-matrix.md", "generated/manifest.json"}
     for path in modules:
-        source = (project / path).read_text()
-        functions = [enclosing_function(source, hunk) for hunk in hunks(project, path)]
+        source = (one_path_project / path).read_text()
+        functions = [enclosing_function(source, hunk) for hunk in hunks(one_path_project, path)]
         assert sorted(functions) == sorted(builder for module, builder in gaining if path.endswith(f"/{module}.py"))
     capsys.readouterr()
 
 
-def test_a_template_edit_that_alters_no_output_changes_no_generated_file(project, capsys):
-    committed(project)
+def test_a_template_edit_that_alters_no_output_changes_no_generated_file(one_path_project, capsys):
+    committed(one_path_project)
     for template in ("module.py.j2", "docs/support-matrix.md.j2"):
-        path = project / "templates" / template
+        path = one_path_project / "templates" / template
         path.write_text("{#- Reviewed: this comment renders as nothing. -#}\n" + path.read_text())
-    assert cli.main(["--root", str(project), "regenerate"]) == 0
+    assert cli.main(["--root", str(one_path_project), "regenerate"]) == 0
     out = capsys.readouterr().out
     assert not [line for line in out.splitlines() if line.startswith("written") and "manifest" not in line]
-    assert set(git(project, "diff", "--name-only").split()) == {
+    assert set(git(one_path_project, "diff", "--name-only").split()) == {
         "templates/module.py.j2", "templates/docs/support-matrix.md.j2", "generated/manifest.json"
     }
-    assert cli.main(["--root", str(project), "check"]) == 0
+    assert cli.main(["--root", str(one_path_project), "check"]) == 0
 
 
 def statuses(project) -> dict[str, planning.Status]:
@@ -94,14 +93,14 @@ def edit_manifest(project, change) -> None:
     path.write_text(json.dumps(document, indent=1) + "\n")
 
 
-def test_check_names_the_input_that_changed(project):
-    assert {s.state for s in statuses(project).values()} == {"fresh"}
-    spec = project / "spec" / "x86.py"
+def test_check_names_the_input_that_changed(one_path_project):
+    assert {s.state for s in statuses(one_path_project).values()} == {"fresh"}
+    spec = one_path_project / "spec" / "x86.py"
     spec.write_text(spec.read_text() + "# touched\n")
-    template = project / "templates" / "functions" / "sequential.py.j2"
+    template = one_path_project / "templates" / "functions" / "sequential.py.j2"
     template.write_text(template.read_text() + "\n")
-    edit_manifest(project, lambda d: d["inputs"].update({"black": "0.1", "generator/dsl.py": "0" * 64}))
-    found = statuses(project)
+    edit_manifest(one_path_project, lambda d: d["inputs"].update({"black": "0.1", "generator/dsl.py": "0" * 64}))
+    found = statuses(one_path_project)
     assert found["generated/x86.py"] == planning.Status("stale", (
         "spec/x86.py changed",
         "templates/functions/sequential.py.j2 changed",
@@ -113,11 +112,11 @@ def test_check_names_the_input_that_changed(project):
     assert "spec/x86.py changed" in matrix and not any("sequential" in reason for reason in matrix)
 
 
-def test_matrix_alone_keeps_the_modules_it_did_not_write_stale(project, capsys):
-    common = project / "spec" / "_common.py"
+def test_matrix_alone_keeps_the_modules_it_did_not_write_stale(one_path_project, capsys):
+    common = one_path_project / "spec" / "_common.py"
     common.write_text(common.read_text().replace("    nn.ELU, nn.LeakyReLU,", "    nn.ELU, nn.SiLU, nn.LeakyReLU,", 1))
-    assert cli.main(["--root", str(project), "matrix"]) == 0
-    found = statuses(project)
+    assert cli.main(["--root", str(one_path_project), "matrix"]) == 0
+    found = statuses(one_path_project)
     assert found["docs/support-matrix.md"].state == "fresh"
     assert found["generated/fbgemm.py"] == planning.Status("stale", ("spec/_common.py changed",))
     capsys.readouterr()

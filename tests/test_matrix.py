@@ -11,11 +11,10 @@ from generator import cli
 from generator.build.torch_names import describe_pattern
 from generator.model import Backend
 from generator.spelling import evaluate
-from tests.builders import BUILDERS
-from tests.conftest import ROOT
-from tests.one_path import project_at_one_path
+from tests.support.builders import BUILDERS
+from tests.support.projects import ROOT, at_one_path_fixture
 
-project = project_at_one_path("matrix")  # a fresh copy per test, at one path (see there)
+one_path_project = at_one_path_fixture("matrix")  # a fresh copy per test, at one path (see there)
 
 MATRIX = "docs/support-matrix.md"
 
@@ -87,39 +86,39 @@ def run(capsys, project, *args):
     return code, captured.out + captured.err
 
 
-def test_check_finds_a_missing_matrix_and_the_matrix_command_restores_it(project, capsys):
-    committed = (project / MATRIX).read_bytes()
-    (project / MATRIX).unlink()
-    code, out = run(capsys, project, "check")
+def test_check_finds_a_missing_matrix_and_the_matrix_command_restores_it(one_path_project, capsys):
+    committed = (one_path_project / MATRIX).read_bytes()
+    (one_path_project / MATRIX).unlink()
+    code, out = run(capsys, one_path_project, "check")
     assert code == 1
     assert f"{MATRIX}: missing" in out
     assert not re.search(r"^generated/\S+: ", out, re.MULTILINE)  # the modules are fine
-    assert run(capsys, project, "matrix") == (0, f"written   {MATRIX}\n")
-    assert (project / MATRIX).read_bytes() == committed
-    assert run(capsys, project, "matrix") == (0, f"unchanged {MATRIX}\n")
-    assert run(capsys, project, "check")[0] == 0
+    assert run(capsys, one_path_project, "matrix") == (0, f"written   {MATRIX}\n")
+    assert (one_path_project / MATRIX).read_bytes() == committed
+    assert run(capsys, one_path_project, "matrix") == (0, f"unchanged {MATRIX}\n")
+    assert run(capsys, one_path_project, "check")[0] == 0
 
 
-def test_check_finds_a_hand_edited_cell(project, capsys):
-    matrix = project / MATRIX
+def test_check_finds_a_hand_edited_cell(one_path_project, capsys):
+    matrix = one_path_project / MATRIX
     matrix.write_text(matrix.read_text().replace("`x86_weighted_op_int8_dtype_config` |", "· |", 1))
-    code, out = run(capsys, project, "check")
+    code, out = run(capsys, one_path_project, "check")
     assert code == 1
     assert f"{MATRIX}: edited by hand" in out
     assert "+| " in out  # the diff shows the row as regenerate would write it
 
 
-def test_a_spec_change_makes_the_matrix_stale_and_touches_one_row(project, capsys):
-    before = (project / MATRIX).read_text()
-    spec = project / "spec" / "qnnpack_pt2e.py"
+def test_a_spec_change_makes_the_matrix_stale_and_touches_one_row(one_path_project, capsys):
+    before = (one_path_project / MATRIX).read_text()
+    spec = one_path_project / "spec" / "qnnpack_pt2e.py"
     mm = '                config(aten.mm.default, weighted, input_type_to_index={"weight": 1}, section="linear"),\n'
     assert mm in spec.read_text()
     spec.write_text(spec.read_text().replace(mm, ""))
-    code, out = run(capsys, project, "check")
+    code, out = run(capsys, one_path_project, "check")
     assert code == 1
     assert f"{MATRIX}: stale" in out
-    assert run(capsys, project, "regenerate")[0] == 0
-    after = (project / MATRIX).read_text()
+    assert run(capsys, one_path_project, "regenerate")[0] == 0
+    after = (one_path_project / MATRIX).read_text()
     changed_rows = [
         line
         for line in difflib.unified_diff(before.splitlines(), after.splitlines(), n=0, lineterm="")
@@ -129,12 +128,12 @@ def test_a_spec_change_makes_the_matrix_stale_and_touches_one_row(project, capsy
     assert "torch.ops.aten.mm.default" not in parse_matrix(after)[0]["qnnpack_pt2e"]
 
 
-def test_matrix_stdout_prints_without_writing(project, capsys):
-    (project / MATRIX).unlink()
-    code, out = run(capsys, project, "matrix", "--stdout")
+def test_matrix_stdout_prints_without_writing(one_path_project, capsys):
+    (one_path_project / MATRIX).unlink()
+    code, out = run(capsys, one_path_project, "matrix", "--stdout")
     assert code == 0
     assert out == (ROOT / MATRIX).read_text()
-    assert not (project / MATRIX).exists()
+    assert not (one_path_project / MATRIX).exists()
 
 
 # ---------------------------------------------------------------------------

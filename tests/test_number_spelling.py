@@ -16,7 +16,8 @@ import torch
 
 from generator import cli
 from generator.spelling import evaluate, proven
-from tests.conftest import ROOT
+from tests.support.projects import ROOT
+from tests.support.spec_code import run
 
 TORCH_BACKEND_CONFIG = Path(torch.__file__).parent / "ao" / "quantization" / "backend_config"
 BOUNDS = ("quant_min_lower_bound", "quant_max_upper_bound", "scale_min_lower_bound", "scale_max_upper_bound",
@@ -91,10 +92,10 @@ MODULE = Module(
 '''
 
 
-def test_a_bound_keeps_the_spec_s_spelling_only_when_it_is_its_value(project):
-    (project / "spec" / "spelt.py").write_text(SPEC)
-    regenerate(project)
-    text = (project / "generated" / "spelt.py").read_text()
+def test_a_bound_keeps_the_spec_s_spelling_only_when_it_is_its_value(fresh_project):
+    (fresh_project / "spec" / "spelt.py").write_text(SPEC)
+    regenerate(fresh_project)
+    text = (fresh_project / "generated" / "spelt.py").read_text()
     tree = ast.parse(text)
     written = {
         (node.targets[0].id, keyword.arg): ast.get_source_segment(text, keyword.value)
@@ -117,7 +118,7 @@ def test_a_bound_keeps_the_spec_s_spelling_only_when_it_is_its_value(project):
         ("quarter", "scale_max_upper_bound"): "1.0 / 4",  # each call keeps its own spelling of 0.25
         ("quarter_too", "scale_max_upper_bound"): "2**-2",
     }
-    module = load(project / "generated" / "spelt.py")
+    module = load(fresh_project / "generated" / "spelt.py")
     expected = {
         "direct": {"scale_min_lower_bound": 2**-14, "scale_max_upper_bound": 0.3},
         "via_dict": {"quant_min_lower_bound": 0, "scale_min_lower_bound": 2**-12, "scale_max_upper_bound": 0.5},
@@ -161,10 +162,32 @@ MODULE = Module(
 '''
 
 
-def test_a_spec_in_another_encoding_keeps_its_spellings(project):
-    (project / "spec" / "latin.py").write_bytes(LATIN_1_SPEC.encode("latin-1"))
-    regenerate(project)
-    text = (project / "generated" / "latin.py").read_text()
+def test_a_spec_in_another_encoding_keeps_its_spellings(fresh_project):
+    (fresh_project / "spec" / "latin.py").write_bytes(LATIN_1_SPEC.encode("latin-1"))
+    regenerate(fresh_project)
+    text = (fresh_project / "generated" / "latin.py").read_text()
     (node,) = [n for n in ast.parse(text).body if isinstance(n, ast.Assign) and n.targets[0].id == "e"]
     written = {k.arg: ast.get_source_segment(text, k.value) for k in node.value.keywords if k.arg != "dtype"}
     assert written == {"quant_min_lower_bound": "0", "scale_min_lower_bound": "2**-12"}
+
+
+def test_a_spelling_too_large_to_be_a_bound_is_not_computed():
+    """Each power's exponent is small, yet nested they would take hours (five levels) or give an int
+    whose repr Python refuses (over 4,300 digits)."""
+    from generator import spelling
+
+
+    assert spelling.evaluate("((10**64)**64)**2") is None
+    assert spelling.evaluate("((((((10**64)**64)**64)**64)**64)**64)") is None
+    assert spelling.evaluate("2**-12") == 2**-12 and spelling.evaluate("(2**64)**15") == 2**960
+
+
+def test_a_helper_no_spec_imports_does_not_break_a_numbers_spelling(project_with_only):
+    """Spellings of `**NAME` are looked up in every spec/ file: an unimported one may assign NAME too."""
+    project = project_with_only("qnnpack")
+    before = (project / "generated" / "qnnpack.py").read_text()
+    stray = "WEIGHT_QINT8_NEG_127_TO_127_SCALE_MIN_2_NEG_12 = dict(quant_max_upper_bound=((10**64)**64)**2)\n"
+    (project / "spec" / "_aaa.py").write_text(stray)
+    done = run(project, "regenerate", "--force")
+    assert done.returncode == 0, done.stderr
+    assert (project / "generated" / "qnnpack.py").read_text() == before

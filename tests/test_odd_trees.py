@@ -16,25 +16,23 @@ import pytest
 
 from generator import cache, cli
 from generator.freshness import planning
-from tests.conftest import ROOT, commit_all, git
-from tests.fewer_specs import copy_with_only
-from tests.one_path import project_at_one_path
+from tests.support.projects import ROOT, at_one_path_fixture, commit_all, fresh_copy, git
 
-project = project_at_one_path("odd_trees")  # a fresh copy per test, at one path (see there)
+one_path_project = at_one_path_fixture("odd_trees")  # a fresh copy per test, at one path (see there)
 
 
 @pytest.fixture
-def x86_project(project, tmp_path_factory):
+def x86_project(one_path_project, tmp_path_factory):
     """The project, at its path, reduced to spec/x86.py: the other spec files would be built for nothing."""
-    shutil.rmtree(project)
-    return copy_with_only(tmp_path_factory, project, "x86")
+    shutil.rmtree(one_path_project)
+    return fresh_copy(one_path_project, "x86", factory=tmp_path_factory)
 
 
 @pytest.fixture
-def fbgemm_project(project, tmp_path_factory):
+def fbgemm_project(one_path_project, tmp_path_factory):
     """The project, at its path, reduced to spec/fbgemm.py."""
-    shutil.rmtree(project)
-    return copy_with_only(tmp_path_factory, project, "fbgemm")
+    shutil.rmtree(one_path_project)
+    return fresh_copy(one_path_project, "fbgemm", factory=tmp_path_factory)
 
 
 def run(capsys, *args) -> tuple[int, str, str]:

@@ -20,12 +20,12 @@ import pytest
 
 from generator import cli
 from generator.build import pipeline
-from tests.conftest import ROOT, copy_project
-from tests.one_path import project_at_one_path
-from tests.shared_builds import worker_copy
+from tests.support.projects import ROOT, at_one_path_fixture, fresh_copy
+from tests.support.shared_builds import worker_copy
 
-project = project_at_one_path("promises")  # a fresh copy per test, at one path (see there)
+one_path_project = at_one_path_fixture("promises")  # a fresh copy per test, at one path (see there)
 
+SUPPORT = Path(__file__).parent / "support"  # the scripts some tests run as files
 MATRIX = "docs/support-matrix.md"
 
 
@@ -45,24 +45,24 @@ def named_files(out: str) -> set[str]:
     return {line.split(":")[0] for line in out.splitlines() if line.startswith(("generated/", "docs/"))}
 
 
-def test_a_deleted_spec_file_orphans_its_module_and_regenerate_removes_it(project, capsys):
-    name = spec_modules(project)[0]
-    (project / "spec" / f"{name}.py").unlink()
-    code, out = run(capsys, project, "check")
+def test_a_deleted_spec_file_orphans_its_module_and_regenerate_removes_it(one_path_project, capsys):
+    name = spec_modules(one_path_project)[0]
+    (one_path_project / "spec" / f"{name}.py").unlink()
+    code, out = run(capsys, one_path_project, "check")
     assert code == 1
     assert f"generated/{name}.py" in named_files(out)
-    code, out = run(capsys, project, "regenerate")
+    code, out = run(capsys, one_path_project, "regenerate")
     assert code == 0
     assert f"removed   generated/{name}.py" in out.splitlines()
-    assert not (project / "generated" / f"{name}.py").exists()
-    assert run(capsys, project, "check")[0] == 0
-    assert run(capsys, project, "check", "--full")[0] == 0
+    assert not (one_path_project / "generated" / f"{name}.py").exists()
+    assert run(capsys, one_path_project, "check")[0] == 0
+    assert run(capsys, one_path_project, "check", "--full")[0] == 0
 
 
-def test_check_full_finds_content_the_generator_would_not_make(project, capsys, monkeypatch):
+def test_check_full_finds_content_the_generator_would_not_make(one_path_project, capsys, monkeypatch):
     """The fast path trusts digests; --full re-renders and compares the bytes."""
-    name = spec_modules(project)[0]
-    spec = project / "spec" / f"{name}.py"
+    name = spec_modules(one_path_project)[0]
+    spec = one_path_project / "spec" / f"{name}.py"
     spec.write_text(spec.read_text() + "# touched so that regenerate renders this module\n")
     real_render = pipeline.render_module
 
@@ -73,14 +73,14 @@ def test_check_full_finds_content_the_generator_would_not_make(project, capsys, 
     # A generator whose output differs from the committed one while every digest
     # it writes is consistent, as after a change no digest covers.
     monkeypatch.setattr(pipeline, "render_module", render_with_an_extra_line)
-    assert run(capsys, project, "regenerate")[0] == 0
+    assert run(capsys, one_path_project, "regenerate")[0] == 0
     monkeypatch.undo()
-    assert "# not what the generator makes" in (project / "generated" / f"{name}.py").read_text()
-    code, out = run(capsys, project, "check", "--full")
+    assert "# not what the generator makes" in (one_path_project / "generated" / f"{name}.py").read_text()
+    code, out = run(capsys, one_path_project, "check", "--full")
     assert code == 1
     assert named_files(out) == {f"generated/{name}.py"}
-    assert run(capsys, project, "regenerate", "--force")[0] == 0
-    assert run(capsys, project, "check", "--full")[0] == 0
+    assert run(capsys, one_path_project, "regenerate", "--force")[0] == 0
+    assert run(capsys, one_path_project, "check", "--full")[0] == 0
 
 
 # Imported by the pipeline but unable to change a byte of output: error classes,
@@ -100,7 +100,7 @@ MATRIX_ONLY = {"build.matrix"}
 
 def small_project(destination: Path) -> tuple[Path, dict]:
     """A copy of the project, generator included, reduced to its smallest spec module."""
-    project = copy_project(destination)
+    project = fresh_copy(destination)
     shutil.copytree(ROOT / "generator", project / "generator", ignore=shutil.ignore_patterns("__pycache__"))
     smallest = min(spec_modules(project), key=lambda n: (project / "spec" / f"{n}.py").stat().st_size)
     for name in spec_modules(project):
@@ -114,8 +114,8 @@ def small_project(destination: Path) -> tuple[Path, dict]:
 
 def commands_in_one_interpreter(project: Path, env: dict, *commands: list[str]) -> list[tuple[int, str, str]]:
     """[exit code, stdout, stderr] of each command, run in turn in one fresh interpreter in the project copy,
-    importing its own generator (tests/commands_in_one_interpreter.py)."""
-    script = [sys.executable, str(Path(__file__).parent / "commands_in_one_interpreter.py"), json.dumps(commands)]
+    importing its own generator (tests/support/commands_in_one_interpreter.py)."""
+    script = [sys.executable, str(SUPPORT / "commands_in_one_interpreter.py"), json.dumps(commands)]
     done = subprocess.run(script, cwd=project, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -136,9 +136,9 @@ def small(regenerated_small_project, tmp_path) -> tuple[Path, dict]:
 
 def test_editing_any_output_shaping_generator_module_makes_check_fail(small):
     """Each edit gets its own `check` run, all in one fresh interpreter importing the copy's generator
-    (tests/check_each_edit.py): check digests the generator's files from disk, as the hook does."""
+    (tests/support/check_each_edit.py): check digests the generator's files from disk, as the hook does."""
     project, env = small
-    script = [sys.executable, str(Path(__file__).parent / "check_each_edit.py")]
+    script = [sys.executable, str(SUPPORT / "check_each_edit.py")]
     with subprocess.Popen(script, cwd=project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True) as runner:  # fmt: skip
         # Every generator module a regenerate imports: the candidates for shaping output.
@@ -162,7 +162,7 @@ def test_editing_any_output_shaping_generator_module_makes_check_fail(small):
 def test_a_real_change_to_the_generator_changes_output_and_check_sees_it(small):
     """black's line length, an output-shaping setting in formatting.py, changed in a copy. check, regenerate,
     check: one after another in one fresh interpreter importing the copy's generator
-    (tests/commands_in_one_interpreter.py)."""
+    (tests/support/commands_in_one_interpreter.py)."""
     project, env = small
     formatting = project / "generator" / "build" / "formatting.py"
     assert "black.Mode()" in formatting.read_text()
@@ -209,9 +209,9 @@ def regenerate_with_only(project, capsys, spec_text: str) -> None:
     assert run(capsys, project, "regenerate")[0] == 0
 
 
-def test_lint_says_whether_content_differs_and_names_every_backend(project, capsys):
-    regenerate_with_only(project, capsys, LINT_SPEC)
-    code, out = run(capsys, project, "check")
+def test_lint_says_whether_content_differs_and_names_every_backend(one_path_project, capsys):
+    regenerate_with_only(one_path_project, capsys, LINT_SPEC)
+    code, out = run(capsys, one_path_project, "check")
     warnings = [line for line in out.splitlines() if line.startswith("warning")]
     assert code == 0, out
     assert sorted(warnings) == sorted([
@@ -247,9 +247,9 @@ MODULE = Module(
 '''
 
 
-def test_a_mark_that_overrides_nothing_in_every_backend_reaching_it_warns_and_fails_strict(project, capsys):
-    regenerate_with_only(project, capsys, STALE_MARK_SPEC)
-    code, out = run(capsys, project, "check")
+def test_a_mark_that_overrides_nothing_in_every_backend_reaching_it_warns_and_fails_strict(one_path_project, capsys):
+    regenerate_with_only(one_path_project, capsys, STALE_MARK_SPEC)
+    code, out = run(capsys, one_path_project, "check")
     assert code == 0, out
     # Line 7 overrides in "first" only: that is enough. Line 8 overrides nothing anywhere.
     assert [line for line in out.splitlines() if line.startswith("warning")] == [
@@ -257,5 +257,5 @@ def test_a_mark_that_overrides_nothing_in_every_backend_reaching_it_warns_and_fa
         "earlier config registers pattern nn.Conv1d in any backend that reaches this line (Backends: first, "
         "second); remove overrides=, or restore the registration it replaced"
     ]
-    code, out = run(capsys, project, "check", "--strict")
+    code, out = run(capsys, one_path_project, "check", "--strict")
     assert code == 2 and out.startswith("error: spec/lint_case.py:8: overrides= says")

@@ -18,9 +18,9 @@ import sys
 import pytest
 
 from generator import cli, dsl
-from tests.builders import discover
-from tests.conftest import ROOT
-from tests.custom_backends import checks
+from tests.support import backend_checks as checks
+from tests.support.builders import discover
+from tests.support.projects import ROOT
 
 FENCE = re.compile(r"^```python ([\w-]+)( \S+)?\n(.*?)^```", re.S | re.M)
 BLOCKS = FENCE.findall((ROOT / "docs" / "spec.md").read_text())  # the spec reference

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 from generator import cache, cli, files
-from tests.builders import GENERATED_MODULES
-from tests.conftest import ROOT, copy_project
+from tests.support.builders import GENERATED_MODULES
+from tests.support.projects import ROOT, fresh_copy
 
 MATRIX = "docs/support-matrix.md"
 
@@ -26,7 +26,7 @@ def test_forced_regenerate_is_byte_identical_to_committed_under_two_hash_seeds(t
     seed: a piece rendered otherwise under 4242 is not in it and is formatted anew, so what is
     compared is still seed 4242's rendering, and the cached pieces carry a third seed's formatting."""
     outputs = [f"generated/{module}.py" for module in GENERATED_MODULES] + [MATRIX]
-    roots = [copy_project(tmp_path / seed) for seed in ("1", "4242")]
+    roots = [fresh_copy(tmp_path / seed) for seed in ("1", "4242")]
     for root in roots:
         for output in outputs:
             (root / output).unlink()
@@ -44,10 +44,10 @@ def test_forced_regenerate_is_byte_identical_to_committed_under_two_hash_seeds(t
             assert (root / output).read_bytes() == committed, (output, root.name)
 
 
-def test_regenerate_on_the_committed_tree_changes_nothing(project, capsys):
-    files = [*(project / "generated").glob("*.py"), project / MATRIX]
+def test_regenerate_on_the_committed_tree_changes_nothing(fresh_project, capsys):
+    files = [*(fresh_project / "generated").glob("*.py"), fresh_project / MATRIX]
     before = {p: p.read_bytes() for p in files}
-    assert cli.main(["--root", str(project), "regenerate"]) == 0
+    assert cli.main(["--root", str(fresh_project), "regenerate"]) == 0
     assert {p: p.read_bytes() for p in files} == before
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == len(GENERATED_MODULES) + 1

@@ -18,9 +18,8 @@ import pytest
 
 from generator import cli
 from generator.review import diff, sides
-from tests.conftest import GIT, commit_all, git
-from tests.fewer_specs import copy_with_only
-from tests.shared_builds import computed_once, worker_copy
+from tests.support.projects import GIT, commit_all, fresh_copy, git
+from tests.support.shared_builds import computed_once, worker_copy
 
 ACME = '''"""A test backend whose BackendConfig name is not a plain identifier."""
 
@@ -74,7 +73,7 @@ def line_of(path, text: str) -> int:
     return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
 
 
-# The committed spec files the repository holds (tests/fewer_specs.py): native's two backends take the
+# The committed spec files the repository holds (tests/support/projects.py): native's two backends take the
 # op group's new op and are compared with torch's, qnnpack_pt2e's is the same on both sides. Every diff
 # loads and builds each side's spec/, so the others would only make each run longer.
 KEPT_SPECS = ("native", "qnnpack_pt2e")
@@ -88,7 +87,7 @@ def repo(tmp_path_factory):
 
 def build_repo(factory, project):
     project.rmdir()  # made for the build, which copies the project there
-    copy_with_only(factory, project, *KEPT_SPECS)
+    fresh_copy(project, *KEPT_SPECS, factory=factory)
     (project / ".gitignore").write_text(".cache/\n")
     (project / "spec" / "acme.py").write_text(ACME.replace("SCALE", "0.001"))
     assert cli.main(["--root", str(project), "regenerate"]) == 0

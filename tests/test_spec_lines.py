@@ -5,11 +5,11 @@ They must be the very lines f_lineno gives."""
 import textwrap
 
 from generator.loading import loader, locations
-from tests.conftest import copy_project
+from tests.support.projects import fresh_copy
 
 
 def test_every_spec_location_is_the_line_python_reports(monkeypatch, tmp_path):
-    project = copy_project(tmp_path / "project")
+    project = fresh_copy(tmp_path / "project")
     # A spec whose calls sit in functions, comprehensions and lines that open several calls.
     (project / "spec" / "lines.py").write_text(textwrap.dedent('''
         """Lines."""

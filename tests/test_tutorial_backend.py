@@ -7,13 +7,10 @@ FX flows must give the same graphs and bit-identical outputs as a BackendConfig
 written here by hand in torch's own API, as the tutorial writes it.
 """
 
-import contextlib
 import inspect
-import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -29,42 +26,21 @@ from torch.ao.quantization.backend_config import (
 
 from generator import cli
 from generator.review.equality import compare_backend_configs
-from tests.builders import discover
-from tests.conftest import ROOT, commit_all, copy_project
-from tests.custom_backends import checks
-from tests.fewer_specs import copy_with_only
-from tests.shared_builds import built_once
-
-FIXTURE = ROOT / "tests" / "custom_backends" / "tutorial"
+from tests.support import backend_checks as checks
+from tests.support import projects
+from tests.support.builders import discover
+from tests.support.projects import ROOT, commit_all, lay_tutorial_over
+from tests.support.shared_builds import built_once
 
 
 @pytest.fixture
-def project(tmp_path_factory, tmp_path):
+def project_with_two_backends(tmp_path_factory, tmp_path):
     """For the tests that lay the tutorial over a project and give it a reference builder: a fresh copy of
-    the project with two of its spec files (tests/fewer_specs.py), so that backends of torch's are there
+    the project with two of its spec files (tests/support/projects.py), so that backends of torch's are there
     beside it, as in the full project, with less to load, build and compare in each command; two, so that
     the reports that count backends count more than one. (The shared `tutorial` project, which
     tests/test_import.py also round-trips, keeps every spec file.)"""
-    return copy_with_only(tmp_path_factory, tmp_path / "project", "native", "x86")
-
-
-def lay_over(project):
-    """Add the tutorial's backend to a project copy that does not have it.
-
-    A project that already has a spec of that name (a user who followed docs/adding-a-backend.md's
-    "Adding a backend") loses it first, and is regenerated without it.
-    """
-    present = [project / "spec" / s.name for s in (FIXTURE / "spec").glob("*.py")]
-    present = [path for path in present if path.exists()]
-    for path in present:
-        path.unlink()
-    if present:  # regenerate removes the orphaned modules and updates the matrix
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            assert cli.main(["--root", str(project), "regenerate", "--jobs", "1"]) == 0
-    for source in FIXTURE.rglob("*.py"):
-        target = project / source.relative_to(FIXTURE)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+    return projects.fresh_copy(tmp_path / "project", "native", "x86", factory=tmp_path_factory)
 
 
 def run(capsys, project, *args):
@@ -73,30 +49,11 @@ def run(capsys, project, *args):
     return code, captured.out + captured.err
 
 
-def build_tutorial(folder):
-    """folder/project: a copy of the project with the tutorial's backend added and regenerated;
-    folder/regenerate.out: what regenerate printed."""
-    project = copy_project(folder / "project")
-    lay_over(project)
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(["--root", str(project), "regenerate", "--jobs", "1"])
-    assert code == 0, err.getvalue()
-    (folder / "regenerate.out").write_text(out.getvalue())
-
-
-def tutorial_project(tmp_path_factory, destination):
-    """A copy of the tutorial's project, regenerated once per test run; regenerate's output."""
-    built = built_once(tmp_path_factory, "tutorial", build_tutorial)
-    shutil.copytree(built / "project", destination, symlinks=True)
-    return (built / "regenerate.out").read_text()
-
-
 @pytest.fixture(scope="module")
 def tutorial(tmp_path_factory):
     """(project root, regenerate's output) for a copy of the project with the tutorial's backend added."""
     project = tmp_path_factory.mktemp("tutorial") / "project"
-    return project, tutorial_project(tmp_path_factory, project)
+    return project, projects.tutorial(tmp_path_factory, project)
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +112,7 @@ def test_diff_against_torch_from_the_command_line_exits_0_without_a_traceback(tu
 
 def test_diff_rev_shows_a_change_to_the_new_backend(tmp_path, tmp_path_factory, capsys):
     project = tmp_path / "project"
-    tutorial_project(tmp_path_factory, project)  # the tutorial's backend added and regenerated
+    projects.tutorial(tmp_path_factory, project)  # the tutorial's backend added and regenerated
     commit_all(project)
     spec = project / "spec" / "my_backend.py"
     spec.write_text(spec.read_text().replace("nn.Linear, weighted,", "nn.Linear, [],"))
@@ -189,7 +146,7 @@ def readme_snippet_run(tmp_path_factory):
 
     def run_snippet(folder):
         project = folder / "project"
-        tutorial_project(tmp_path_factory, project)
+        projects.tutorial(tmp_path_factory, project)
         environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONWARNINGS")}
         done = subprocess.run([sys.executable, "-c", readme_usage_snippet() + LEFT_BEHIND_CHECK], cwd=project,
                               env=dict(environment, PYTHONPATH=str(project)), capture_output=True, text=True)
@@ -300,64 +257,66 @@ def add_reference(project, reference: str) -> int:
     return text.splitlines().index(argument.rstrip("\n")) + 1
 
 
-def test_a_user_s_own_reference_builder_is_compared_like_torch_s(project, capsys):
+def test_a_user_s_own_reference_builder_is_compared_like_torch_s(project_with_two_backends, capsys):
     """The hand-written config above, as a module in the project root, becomes the backend's reference."""
-    lay_over(project)
+    lay_tutorial_over(project_with_two_backends)
     header = "import torch\nfrom torch.ao.quantization.backend_config import *  # noqa: F403\n\n\n"
     source = header + inspect.getsource(tutorial_backend_config)
-    (project / "my_reference.py").write_text(source)
-    add_reference(project, "my_reference.tutorial_backend_config")
-    (project / "my_drifted_reference.py").write_text(
+    (project_with_two_backends / "my_reference.py").write_text(source)
+    add_reference(project_with_two_backends, "my_reference.tutorial_backend_config")
+    (project_with_two_backends / "my_drifted_reference.py").write_text(
         source.replace("        .set_backend_pattern_config(linear_config)\n", "")
     )
     try:
-        assert run(capsys, project, "regenerate", "--jobs", "1")[0] == 0
-        builder = next(b for b in discover(project) if b.module == "my_backend")
+        assert run(capsys, project_with_two_backends, "regenerate", "--jobs", "1")[0] == 0
+        builder = next(b for b in discover(project_with_two_backends) if b.module == "my_backend")
         assert builder.reference == "my_reference.tutorial_backend_config"
         assert not compare_backend_configs("my_backend", builder.ours()(), builder.theirs()())
         # The reference is named as the spec names it: it is not torch's.
         no_differences = "no differences in 1 backend (my_reference.tutorial_backend_config -> generated)\n"
-        assert run(capsys, project, "diff", "--against-torch", "my_backend") == (0, no_differences)
-        code, out = run(capsys, project, "diff", "--against-torch", "--format", "json", "my_backend")
+        assert run(capsys, project_with_two_backends, "diff", "--against-torch", "my_backend") == (0, no_differences)
+        code, out = run(capsys, project_with_two_backends, "diff", "--against-torch", "--format", "json", "my_backend")
         assert (code, json.loads(out)["old"]) == (0, "my_reference.tutorial_backend_config")
-        code, out = run(capsys, project, "diff", "--against-torch")  # torch's and the user's: "reference"
+        # torch's and the user's: "reference"
+        code, out = run(capsys, project_with_two_backends, "diff", "--against-torch")
         assert code == 0 and out.startswith("no differences in ") and "backends (reference -> generated)" in out
         assert "torch" not in out
-        spec = project / "spec" / "my_backend.py"
+        spec = project_with_two_backends / "spec" / "my_backend.py"
         spec.write_text(spec.read_text().replace("my_reference.", "my_drifted_reference."))
-        assert run(capsys, project, "regenerate", "--jobs", "1")[0] == 0
-        code, out = run(capsys, project, "diff", "--against-torch", "my_backend")
+        assert run(capsys, project_with_two_backends, "regenerate", "--jobs", "1")[0] == 0
+        code, out = run(capsys, project_with_two_backends, "diff", "--against-torch", "my_backend")
         assert (code, out[: out.index("  (")]) == (1, "my_backend: + pattern nn.Linear")
     finally:
         for name in ("my_reference", "my_drifted_reference"):
             sys.modules.pop(name, None)
 
 
-def test_a_missing_reference_builder_is_a_one_line_error(project, capsys):
-    lay_over(project)
-    line = add_reference(project, "no_such_module.get_config")
-    before = (project / "docs" / "support-matrix.md").read_bytes()
-    code, out = run(capsys, project, "regenerate", "--jobs", "1")
+def test_a_missing_reference_builder_is_a_one_line_error(project_with_two_backends, capsys):
+    lay_tutorial_over(project_with_two_backends)
+    line = add_reference(project_with_two_backends, "no_such_module.get_config")
+    before = (project_with_two_backends / "docs" / "support-matrix.md").read_bytes()
+    code, out = run(capsys, project_with_two_backends, "regenerate", "--jobs", "1")
     assert code == 2
     missing = "unknown name no_such_module.get_config: no module no_such_module"
     assert out == f"error: spec/my_backend.py:{line}: {missing}\n"
-    assert not (project / "generated" / "my_backend.py").exists()
-    assert (project / "docs" / "support-matrix.md").read_bytes() == before
+    assert not (project_with_two_backends / "generated" / "my_backend.py").exists()
+    assert (project_with_two_backends / "docs" / "support-matrix.md").read_bytes() == before
 
 
-def test_diff_failures_are_one_line_errors(project, capsys):
+def test_diff_failures_are_one_line_errors(project_with_two_backends, capsys):
     """A missing generated module, or a reference builder that raises: exit 2, one line, no traceback."""
-    reference = next(b for b in discover(project) if b.reference)
-    (project / "generated" / f"{reference.module}.py").unlink()
-    code, out = run(capsys, project, "diff", "--against-torch", reference.id)
+    reference = next(b for b in discover(project_with_two_backends) if b.reference)
+    (project_with_two_backends / "generated" / f"{reference.module}.py").unlink()
+    code, out = run(capsys, project_with_two_backends, "diff", "--against-torch", reference.id)
     missing = f"nothing to compare: generated/{reference.module}.py is missing; fix: python -m generator regenerate"
     assert (code, out) == (2, f"error: {missing}\n")
-    lay_over(project)
-    (project / "broken_reference.py").write_text("def get_config():\n    raise RuntimeError('no hardware')\n")
-    line = add_reference(project, "broken_reference.get_config")
-    assert run(capsys, project, "regenerate", "--jobs", "1")[0] == 0
+    lay_tutorial_over(project_with_two_backends)
+    broken = project_with_two_backends / "broken_reference.py"
+    broken.write_text("def get_config():\n    raise RuntimeError('no hardware')\n")
+    line = add_reference(project_with_two_backends, "broken_reference.get_config")
+    assert run(capsys, project_with_two_backends, "regenerate", "--jobs", "1")[0] == 0
     try:
-        code, out = run(capsys, project, "diff", "--against-torch", "my_backend")
+        code, out = run(capsys, project_with_two_backends, "diff", "--against-torch", "my_backend")
     finally:
         sys.modules.pop("broken_reference", None)
     assert code == 2

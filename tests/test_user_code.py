@@ -6,29 +6,26 @@ Through the real CLI, on a copy of the project:
   so `check` sees an edit to any of them and `regenerate` rewrites the file;
 - one spec file cannot change what another produces, whatever it mutates;
 - whatever user code raises (SystemExit 0 included) is one located line, exit 2,
-  nothing written, and what it prints never reaches standard output.
+  nothing written, and what it prints never reaches standard output;
+- code a spec file defines (a module __getattr__, a property, a finalizer) runs in the
+  guard too, whenever the generator comes to run it.
+How each load is isolated from the others in one process: tests/test_spec_isolation.py.
 """
 
-import contextlib
 import functools
-import importlib
-import io
 import json
 import os
 import shutil
 import subprocess
 import sys
-import types
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from generator import cache, cli
-from generator.loading import loader
-from tests.conftest import ROOT, commit_all, copy_inputs, copy_project, git
-from tests.shared_builds import built_once
-from tests.test_adversary_session4 import doc_prefixed
+from tests.support.projects import ROOT, commit_all, git, reduced_keeping_its_caches
+from tests.support.spec_code import run
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
@@ -73,28 +70,10 @@ def in_process(capfd, project: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def keep_only(tmp_path_factory):
-    """keep_only(project, *names): the project reduced to some spec files (and what they import), so that
-    each run renders less.
-
-    Each reduction is regenerated once per test run (tests/shared_builds.py), in process (setup, not what
-    a test checks), then copied.
-    """
-
-    def reduce(project: Path, *names: str) -> Path:
-        def build(copy: Path) -> None:
-            copy_project(copy)
-            for spec in (copy / "spec").glob("[!_]*.py"):
-                if spec.stem not in names:
-                    spec.unlink()
-            with contextlib.redirect_stdout(io.StringIO()):  # the written files' list, not the test's output
-                assert cli.main(["--root", str(copy), "regenerate", "--jobs", "1"]) == 0, names  # removes the others
-
-        reduced = built_once(tmp_path_factory, "user-code-" + "-".join(names), build)
-        shutil.rmtree(project)
-        shutil.copytree(reduced, project, symlinks=True)
-        return project
-
-    return reduce
+    """keep_only(project, *names): the project replaced by the project reduced to some spec files (and what they
+    import), regenerated with the caches that run left, so that each run renders less
+    (projects.reduced_keeping_its_caches: each reduction is regenerated once per test run, then copied)."""
+    return lambda project, *names: reduced_keeping_its_caches(tmp_path_factory, project, *names)
 
 
 def here(capfd, project: Path) -> Callable[..., subprocess.CompletedProcess]:
@@ -121,17 +100,17 @@ def assert_fresh(run: Callable[..., subprocess.CompletedProcess]) -> None:
 DROPPED_OP = "nn.Dropout, "  # in spec/_common.py's DEFAULT_OPS, which fbgemm's default ops use
 
 
-def test_an_edit_to_a_relatively_imported_module_makes_its_importer_stale(project, keep_only, capfd):
-    run = here(capfd, keep_only(project, "fbgemm", "x86"))
-    edit(project / "spec" / "fbgemm.py", "from spec._common import (", "from ._common import (")
+def test_an_edit_to_a_relatively_imported_module_makes_its_importer_stale(fresh_project, keep_only, capfd):
+    run = here(capfd, keep_only(fresh_project, "fbgemm", "x86"))
+    edit(fresh_project / "spec" / "fbgemm.py", "from spec._common import (", "from ._common import (")
     regenerated_cleanly(run)
-    edit(project / "spec" / "_common.py", DROPPED_OP, "")
+    edit(fresh_project / "spec" / "_common.py", DROPPED_OP, "")
     before = run("check")
     assert before.returncode == 1
     assert "generated/fbgemm.py" in stale(before)
     assert "generated/fbgemm.py: stale: spec/_common.py changed" in before.stdout
     assert "generated/fbgemm.py" in written(regenerated_cleanly(run))
-    assert "nn.Dropout" not in (project / "generated" / "fbgemm.py").read_text()
+    assert "nn.Dropout" not in (fresh_project / "generated" / "fbgemm.py").read_text()
     assert_fresh(run)
 
 
@@ -145,26 +124,31 @@ NOTE = (Path(__file__).parent / "data" / "note.txt").read_text().strip()
 '''
 
 
-def test_an_edit_to_a_helper_module_or_a_file_it_reads_makes_the_spec_stale(project, keep_only, capfd):
-    run = here(capfd, keep_only(project, "fbgemm"))
-    (project / "myops.py").write_text(HELPER)
-    (project / "data").mkdir()
-    (project / "data" / "note.txt").write_text("first note\n")
-    spec = project / "spec" / "fbgemm.py"
+def test_an_edit_to_a_helper_module_or_a_file_it_reads_makes_the_spec_stale(fresh_project, keep_only, capfd):
+    run = here(capfd, keep_only(fresh_project, "fbgemm"))
+    (fresh_project / "myops.py").write_text(HELPER)
+    (fresh_project / "data").mkdir()
+    (fresh_project / "data" / "note.txt").write_text("first note\n")
+    spec = fresh_project / "spec" / "fbgemm.py"
     edit(spec, "from generator.dsl import", "from myops import DOC, NOTE\nfrom generator.dsl import")
     edit(spec, 'doc="BackendConfig for PyTorch\'s native FBGEMM backend."', 'doc=DOC + " " + NOTE')
     regenerated_cleanly(run)
-    module = project / "generated" / "fbgemm.py"
+    module = fresh_project / "generated" / "fbgemm.py"
     assert "FBGEMM, as the helper describes it. first note" in module.read_text()
 
     for path, old, new, shown in (
-        (project / "myops.py", "as the helper describes it", "as the edited helper says", "as the edited helper says"),
-        (project / "data" / "note.txt", "first note", "second note", "second note"),
+        (
+            fresh_project / "myops.py",
+            "as the helper describes it",
+            "as the edited helper says",
+            "as the edited helper says",
+        ),
+        (fresh_project / "data" / "note.txt", "first note", "second note", "second note"),
     ):
         edit(path, old, new)
         before = run("check")
         assert before.returncode == 1, before.stdout
-        relative = path.relative_to(project).as_posix()
+        relative = path.relative_to(fresh_project).as_posix()
         assert f"generated/fbgemm.py: stale: {relative} changed" in before.stdout
         assert "generated/fbgemm.py" in written(regenerated_cleanly(run))
         assert shown in module.read_text()
@@ -182,20 +166,22 @@ def fuse_conv_relu(is_qat, conv, relu):
 '''
 
 
-def test_an_edit_to_the_project_module_an_importable_name_points_to_makes_its_user_stale(project, keep_only):
-    keep_only(project, "fbgemm")
-    (project / "my_pkg").mkdir()
-    (project / "my_pkg" / "__init__.py").write_text("")
-    (project / "my_pkg" / "fusers.py").write_text(FUSERS)
-    spec = project / "spec" / "my_backend.py"  # the spec itself never imports my_pkg
+def test_an_edit_to_the_project_module_an_importable_name_points_to_makes_its_user_stale(fresh_project, keep_only):
+    keep_only(fresh_project, "fbgemm")
+    (fresh_project / "my_pkg").mkdir()
+    (fresh_project / "my_pkg" / "__init__.py").write_text("")
+    (fresh_project / "my_pkg" / "fusers.py").write_text(FUSERS)
+    spec = fresh_project / "spec" / "my_backend.py"  # the spec itself never imports my_pkg
     spec.write_text((ROOT / "tests" / "custom_backends" / "tutorial" / "spec" / "my_backend.py").read_text())
     edit(spec, "    config,\n", "    config,\n    importable,\n")
     edit(spec, "fuser_method=sequential(nni.ConvReLU2d)", 'fuser_method=importable("my_pkg.fusers.fuse_conv_relu")')
-    installed = dict(ENV, PYTHONPATH=os.pathsep.join([str(ROOT), str(project)]))  # my_pkg importable from anywhere
-    run = functools.partial(generator, project, env=installed)  # a real process: the environment installs my_pkg
+    # my_pkg importable from anywhere
+    installed = dict(ENV, PYTHONPATH=os.pathsep.join([str(ROOT), str(fresh_project)]))
+    run = functools.partial(generator, fresh_project, env=installed)  # a real process: the environment installs my_pkg
     regenerated_cleanly(run)
-    assert "from my_pkg.fusers import fuse_conv_relu" in (project / "generated" / "my_backend.py").read_text()
-    edit(project / "my_pkg" / "fusers.py", "    return", "    # an edit that may change what the name is\n    return")
+    assert "from my_pkg.fusers import fuse_conv_relu" in (fresh_project / "generated" / "my_backend.py").read_text()
+    fusers = fresh_project / "my_pkg" / "fusers.py"
+    edit(fusers, "    return", "    # an edit that may change what the name is\n    return")
     before = run("check")
     assert before.returncode == 1, before.stdout
     # The module only imports the name, so its text stays: check says the input changed, and why it matters not.
@@ -204,17 +190,17 @@ def test_an_edit_to_the_project_module_an_importable_name_points_to_makes_its_us
     assert_fresh(run)
 
 
-def test_diff_judges_a_revision_by_the_helper_files_its_spec_read(project, keep_only, capfd):
-    run = here(capfd, keep_only(project, "fbgemm"))
-    (project / "myops.py").write_text('DOC = "FBGEMM, as the helper describes it."\n')
-    spec = project / "spec" / "fbgemm.py"
+def test_diff_judges_a_revision_by_the_helper_files_its_spec_read(fresh_project, keep_only, capfd):
+    run = here(capfd, keep_only(fresh_project, "fbgemm"))
+    (fresh_project / "myops.py").write_text('DOC = "FBGEMM, as the helper describes it."\n')
+    spec = fresh_project / "spec" / "fbgemm.py"
     edit(spec, "from generator.dsl import", "from myops import DOC\nfrom generator.dsl import")
     edit(spec, 'doc="BackendConfig for PyTorch\'s native FBGEMM backend."', "doc=DOC")
     regenerated_cleanly(run)
-    commit_all(project)
-    (project / "NOTES.md").write_text("a commit that changes no input\n")
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", "notes")
+    commit_all(fresh_project)
+    (fresh_project / "NOTES.md").write_text("a commit that changes no input\n")
+    git(fresh_project, "add", "-A")
+    git(fresh_project, "commit", "-qm", "notes")
     done = run("diff", "--rev", "HEAD~1..HEAD")
     assert done.returncode == 0, (done.stdout, done.stderr)  # not "out of date": myops.py is read at HEAD too
     assert "out of date" not in done.stdout
@@ -236,14 +222,15 @@ generator.loading.spec_values.spec_location = None
 """
 
 
-def test_one_spec_file_mutating_a_shared_list_changes_no_other_output(project, keep_only):
-    keep_only(project, "executorch", "qnnpack", "fbgemm")
-    before = snapshot(project)
-    spec = project / "spec" / "executorch.py"  # loaded first: every other load would see the mutation
+def test_one_spec_file_mutating_a_shared_list_changes_no_other_output(fresh_project, keep_only):
+    keep_only(fresh_project, "executorch", "qnnpack", "fbgemm")
+    before = snapshot(fresh_project)
+    spec = fresh_project / "spec" / "executorch.py"  # loaded first: every other load would see the mutation
     spec.write_text(spec.read_text() + MUTATION)
-    run = functools.partial(generator, project)  # a fresh interpreter: the spec mutates the generator's own modules
+    # a fresh interpreter: the spec mutates the generator's own modules
+    run = functools.partial(generator, fresh_project)
     regenerated_cleanly(run)
-    after = snapshot(project)
+    after = snapshot(fresh_project)
     changed = sorted(name for name in before if before[name] != after[name])
     assert changed == ["generated/manifest.json"]  # the spec file's digest, nothing else
     assert_fresh(run)
@@ -271,36 +258,38 @@ RAISED = {
 
 @pytest.mark.parametrize("command", [["regenerate"], ["check"], ["check", "--full"]], ids=" ".join)
 @pytest.mark.parametrize("ending", ENDINGS)
-def test_a_spec_that_exits_or_raises_a_base_exception_is_one_located_line(ending, command, project, keep_only, capfd):
-    keep_only(project, "x86")  # the other spec files would run first, for nothing
-    spec = project / "spec" / "x86.py"
+def test_a_spec_that_exits_or_raises_a_base_exception_is_one_located_line(
+    ending, command, fresh_project, keep_only, capfd
+):
+    keep_only(fresh_project, "x86")  # the other spec files would run first, for nothing
+    spec = fresh_project / "spec" / "x86.py"
     spec.write_text(spec.read_text() + ENDINGS[ending] + "\n")
     line = len(spec.read_text().splitlines())
-    before = snapshot(project)
-    done = in_process(capfd, project, *command)  # an exit that escaped would end cli.main, and fail the test
+    before = snapshot(fresh_project)
+    done = in_process(capfd, fresh_project, *command)  # an exit that escaped would end cli.main, and fail the test
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stdout == ""
     assert len(done.stderr.splitlines()) == 1, done.stderr
     assert done.stderr.startswith(f"error: spec/x86.py:{line}: loading spec/x86.py raised {RAISED[ending]}")
-    assert snapshot(project) == before
+    assert snapshot(fresh_project) == before
 
 
-def test_os_exit_in_a_spec_cannot_make_check_pass_a_stale_tree(project, keep_only):
+def test_os_exit_in_a_spec_cannot_make_check_pass_a_stale_tree(fresh_project, keep_only):
     # A real process: os._exit ends it without unwinding, so only the exit code can tell.
-    keep_only(project, "x86")  # the other spec files would run first, for nothing
-    spec = project / "spec" / "x86.py"
+    keep_only(fresh_project, "x86")  # the other spec files would run first, for nothing
+    spec = fresh_project / "spec" / "x86.py"
     spec.write_text(spec.read_text() + "import os; os._exit(0)\n")
     line = len(spec.read_text().splitlines())
-    shutil.rmtree(project / ".cache", ignore_errors=True)  # a cold lint cache: check runs the spec
-    before = snapshot(project)
+    shutil.rmtree(fresh_project / ".cache", ignore_errors=True)  # a cold lint cache: check runs the spec
+    before = snapshot(fresh_project)
     for command in (["check"], ["regenerate"]):
-        done = generator(project, *command)
+        done = generator(fresh_project, *command)
         assert (done.returncode, done.stdout) == (2, ""), (command, done.stdout, done.stderr)
         assert done.stderr == (
             f"error: spec/x86.py:{line}: loading spec/x86.py raised os._exit(0) "
             "(user code must not exit: remove the os._exit() or raise an Exception instead)\n"
         )
-    assert snapshot(project) == before
+    assert snapshot(fresh_project) == before
 
 
 PRINTS = """
@@ -311,19 +300,19 @@ _os.write(1, b"written to fd 1 by the spec\\n")
 """
 
 
-def test_what_a_spec_prints_never_reaches_standard_output(project, keep_only, capfd):
-    run = here(capfd, keep_only(project, "x86"))  # capfd: what reaches file descriptors 1 and 2
-    spec = project / "spec" / "x86.py"
-    commit_all(project)
+def test_what_a_spec_prints_never_reaches_standard_output(fresh_project, keep_only, capfd):
+    run = here(capfd, keep_only(fresh_project, "x86"))  # capfd: what reaches file descriptors 1 and 2
+    spec = fresh_project / "spec" / "x86.py"
+    commit_all(fresh_project)
     # A real change, so that diff builds x86 and loads its spec (for its lines); and the prints.
     edit(spec, "weighted = [x86_weighted_op_int8_dtype_config]", "weighted = [x86_default_op_quint8_dtype_config]")
     spec.write_text(spec.read_text() + PRINTS)
     regenerated_cleanly(run)
     matrix = run("matrix", "--stdout")
     assert matrix.returncode == 0, matrix.stderr
-    assert matrix.stdout == (project / "docs" / "support-matrix.md").read_text()
+    assert matrix.stdout == (fresh_project / "docs" / "support-matrix.md").read_text()
     assert "printed by the spec" in matrix.stderr and "written to fd 1 by the spec" in matrix.stderr
-    shutil.rmtree(cache.Cache(project, cache.MODELS).folder)  # diff would take the load regenerate kept
+    shutil.rmtree(cache.Cache(fresh_project, cache.MODELS).folder)  # diff would take the load regenerate kept
     diff = run("diff", "--format", "json")  # HEAD against the working tree
     assert "printed by the spec" in diff.stderr  # the spec was loaded (for its lines) ...
     document = json.loads(diff.stdout)  # ... and standard output is JSON only
@@ -337,28 +326,29 @@ def get_quitter_backend_config():
 '''
 
 
-def test_import_of_a_builder_that_exits_is_one_located_line_and_writes_nothing(project, capfd):
-    (project / "quitter.py").write_text(EXITING_BUILDER)
-    done = in_process(capfd, project, "import", "quitter:get_quitter_backend_config")  # torch imported already
+def test_import_of_a_builder_that_exits_is_one_located_line_and_writes_nothing(fresh_project, capfd):
+    (fresh_project / "quitter.py").write_text(EXITING_BUILDER)
+    done = in_process(capfd, fresh_project, "import", "quitter:get_quitter_backend_config")  # torch imported already
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stdout == ""
     assert done.stderr.splitlines()[-1].startswith(
         "error: quitter.py:3: quitter:get_quitter_backend_config() raised SystemExit(0)"
     )
-    assert not (project / "spec" / "quitter.py").exists()
+    assert not (fresh_project / "spec" / "quitter.py").exists()
 
 
-def test_diff_of_a_revision_whose_generated_module_exits_is_one_located_line(project, keep_only, capfd):
-    keep_only(project, "fbgemm")  # the other modules would be compared for nothing
-    commit_all(project)
-    module = project / "generated" / "fbgemm.py"
+def test_diff_of_a_revision_whose_generated_module_exits_is_one_located_line(fresh_project, keep_only, capfd):
+    keep_only(fresh_project, "fbgemm")  # the other modules would be compared for nothing
+    commit_all(fresh_project)
+    module = fresh_project / "generated" / "fbgemm.py"
     good = module.read_text()
     module.write_text(good.replace("\nimport ", "\nraise SystemExit(0)\nimport ", 1))
     line = module.read_text().splitlines().index("raise SystemExit(0)") + 1
-    git(project, "commit", "-qam", "a generated module that exits")
+    git(fresh_project, "commit", "-qam", "a generated module that exits")
     module.write_text(good)
-    git(project, "commit", "-qam", "repaired")
-    done = in_process(capfd, project, "diff", "--rev", "HEAD~1..HEAD", "--format", "json")  # an escaped exit fails
+    git(fresh_project, "commit", "-qam", "repaired")
+    # an escaped exit fails
+    done = in_process(capfd, fresh_project, "diff", "--rev", "HEAD~1..HEAD", "--format", "json")
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stdout == ""
     assert done.stderr == f"error: generated/fbgemm.py at HEAD~1:{line}: generated/fbgemm.py at HEAD~1 raised " \
@@ -371,13 +361,13 @@ def get_reference_config():
 '''
 
 
-def test_diff_against_a_reference_builder_that_exits_is_one_located_line(project, keep_only, capfd):
-    keep_only(project, "x86")
-    (project / "myref.py").write_text(EXITING_REFERENCE)
-    edit(project / "spec" / "x86.py", "torch.ao.quantization.backend_config.x86.get_x86_backend_config",
+def test_diff_against_a_reference_builder_that_exits_is_one_located_line(fresh_project, keep_only, capfd):
+    keep_only(fresh_project, "x86")
+    (fresh_project / "myref.py").write_text(EXITING_REFERENCE)
+    edit(fresh_project / "spec" / "x86.py", "torch.ao.quantization.backend_config.x86.get_x86_backend_config",
          "myref.get_reference_config")  # fmt: skip
-    regenerated_cleanly(here(capfd, project))
-    done = in_process(capfd, project, "diff", "--against-torch", "--format", "json")  # torch imported already
+    regenerated_cleanly(here(capfd, fresh_project))
+    done = in_process(capfd, fresh_project, "diff", "--against-torch", "--format", "json")  # torch imported already
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stdout == ""
     assert len(done.stderr.splitlines()) == 1, done.stderr
@@ -385,57 +375,81 @@ def test_diff_against_a_reference_builder_that_exits_is_one_located_line(project
     assert done.stderr.startswith(expected)
 
 
+# ---------------------------------------------------------------------------
+
+# Code a spec file defines runs in the guard, however the generator comes to run it
 
 
-def test_project_modules_the_caller_imported_are_set_aside_for_each_load_and_put_back(tmp_path, monkeypatch):
-    """A process that imported a helper module of the project (and changed it) before loading: every load
-    runs on a fresh one and leaves the caller's in place. The second and third loads find sys.modules as
-    the first left it, where only the modules not yet set aside as foreign are looked at again; before the
-    third, the caller imported one more project module."""
-    project = only_qnnpack_pt2e(tmp_path / "project")
-    (project / "acme_helper").mkdir()
-    (project / "acme_helper" / "__init__.py").write_text('PREFIX = ["as the helper says. "]\n')
-    (project / "acme_helper" / "other.py").write_text('WORDS = ["and so does the other. "]\n')
-    prelude = "import acme_helper\nfrom acme_helper import other as _other\n"
-    doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "acme_helper.PREFIX[0] + _other.WORDS[0]", prelude)
-    baseline = loader.load_modules(project)
-    assert baseline[0].doc.startswith("as the helper says. and so does the other. ")
-    names = ("acme_helper", "acme_helper.other")
-    monkeypatch.syspath_prepend(str(project))
-    assert not any(name in sys.modules for name in names)
-    try:
-        helper = importlib.import_module("acme_helper")
-        helper.PREFIX[0] = "as the caller says. "
-        for imported_between in (None, None, "acme_helper.other"):
-            if imported_between:
-                importlib.import_module(imported_between).WORDS[0] = "as the caller says too. "
-            caller_s = {name: sys.modules[name] for name in names if name in sys.modules}
-            assert loader.load_modules(project) == baseline
-            assert {name: sys.modules[name] for name in names if name in sys.modules} == caller_s
-        assert sys.modules["acme_helper"] is helper and len(caller_s) == 2
-    finally:
-        for name in names:
-            sys.modules.pop(name, None)
+# ---------------------------------------------------------------------------
+
+# A spec module whose __getattr__ (PEP 562) is asked for the MODULE it lacks.
+_MODULE_GETATTR = """
+def __getattr__(name):
+    print("spec code, running outside the guard:", name)
+    raise AttributeError(name)
+"""
 
 
-def test_a_load_runs_no_module_s_getattr_while_it_sets_the_project_s_modules_aside(tmp_path):
-    """Telling the project's modules from the others reads each module's own namespace: a module in
-    sys.modules with a __getattr__ (user code, or torch's) is not asked for what it lacks."""
-    asked = []
-    watcher = types.ModuleType("acme_watcher")
-    watcher.__getattr__ = lambda name: asked.append(name) or (_ for _ in ()).throw(AttributeError(name))
-    sys.modules["acme_watcher"] = watcher
-    try:
-        loader.load_modules(only_qnnpack_pt2e(tmp_path / "project"))
-    finally:
-        del sys.modules["acme_watcher"]
-    assert asked == []
+# A MODULE that pretends, through a __class__ property, to be what Module(...) returns.
+_FAKE_MODULE = """
+from generator import dsl
 
 
-def only_qnnpack_pt2e(destination: Path) -> Path:
-    """A copy of the project's inputs with one small spec file (and the helpers)."""
-    project = copy_inputs(destination)
-    for spec in (project / "spec").glob("[!_]*.py"):
-        if spec.stem != "qnnpack_pt2e":
-            spec.unlink()
-    return project
+class Fake:
+    @property
+    def __class__(self):
+        print("spec code, running outside the guard: __class__")
+        return dsl.ModuleValue
+
+    @property
+    def name(self):
+        print("spec code, running outside the guard: name")
+        return "extra"
+
+    doc, backends, exports, dtype_configs = "x", (), (), ()
+
+
+MODULE = Fake()
+"""
+
+
+@pytest.mark.parametrize("source", [_MODULE_GETATTR, _FAKE_MODULE], ids=["module_getattr", "class_property"])
+def test_reading_a_spec_files_module_runs_its_code_in_the_guard(project_with_only, source):
+    project = project_with_only("qnnpack_pt2e")
+    (project / "spec" / "extra.py").write_text(source)
+    done = run(project, "check")
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith("error: spec/extra.py:"), done.stderr
+    assert "not a Module(...)" not in errors[0]  # the fake's __class__ fools isinstance, not the check
+    assert "Traceback" not in done.stderr
+
+
+_FINALIZER = """
+
+class _Noisy:
+    def __del__(self):
+        print("spec code, running outside the guard: __del__")
+        {raise_}
+
+
+_kept = _Noisy()
+"""
+
+
+@pytest.mark.parametrize("raise_", ["", "raise ValueError('late')"], ids=["prints", "raises"])
+def test_a_spec_objects_finalizer_runs_in_the_guard(project_with_only, raise_):
+    """A spec module's namespace dies with its load, mostly as a reference cycle that the garbage
+    collector frees whenever it next runs: any later stage, where __del__ would write to stdout."""
+    project = project_with_only("x86")
+    spec = project / "spec" / "x86.py"
+    spec.write_text(spec.read_text() + _FINALIZER.format(raise_=raise_))
+    for command in (["regenerate", "--force"], ["check", "--full"]):
+        done = run(project, *command)
+        assert "__del__" not in done.stdout, command
+        assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, command
+        if raise_:
+            errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+            assert done.returncode == 2 and len(errors) == 1, done.stderr
+            assert errors[0].startswith("error: spec/x86.py:") and "ValueError: late" in errors[0]

@@ -17,23 +17,20 @@ from generator import cli
 from generator.build import resolution
 from generator.freshness import planning
 from generator.loading import loader
-from tests.builders import discover
-from tests.committed_copy import commit_all_once
-from tests.conftest import ROOT, commit_all, copy_project, git
-from tests.fewer_specs import copy_with_only
-from tests.one_path import copy_at_one_path, project_at_one_path
+from tests.support.builders import discover
+from tests.support.projects import ROOT, at_one_path, at_one_path_fixture, commit_all, committed, fresh_copy, git
 
 ACCELERATOR = ROOT / "tests" / "custom_backends" / "accelerator" / "spec" / "edge_npu.py"
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
-project = project_at_one_path("where_users_work")  # a fresh copy per test, at one path (see there)
+one_path_project = at_one_path_fixture("where_users_work")  # a fresh copy per test, at one path (see there)
 
 
 @pytest.fixture
 def project_with_two_backends(tmp_path_factory) -> Path:
-    """A fresh copy of the project holding two committed spec files, fbgemm's and x86's (tests/fewer_specs.py),
-    at one path, as `project` is: for tests about a backend of the user's own, or about how a command runs,
+    """A fresh copy of the project holding two committed spec files, fbgemm's and x86's (tests/support/projects.py),
+    at one path, as `one_path_project` is: for tests about a backend of the user's own, or about how a command runs,
     whose runs would otherwise load and build every spec file."""
-    return copy_at_one_path(tmp_path_factory, "where_users_work-fewer", "fbgemm", "x86")
+    return at_one_path(tmp_path_factory, "where_users_work-fewer", "fbgemm", "x86")
 
 
 def add_user_backend(project: Path, name: str, file: str | None = None) -> Path:
@@ -64,10 +61,10 @@ def generator_process(cwd: Path, *args: str, python_flags=(), env=None, **kwargs
 
 
 @pytest.mark.parametrize("where", ["spec", "generated", "docs/deep/sub/folder", "."])
-def test_every_folder_of_the_project_finds_its_root(where, project, monkeypatch, capsys):
-    (project / where).mkdir(parents=True, exist_ok=True)
-    monkeypatch.chdir(project / where)
-    outputs = len(planning.plan(project))
+def test_every_folder_of_the_project_finds_its_root(where, one_path_project, monkeypatch, capsys):
+    (one_path_project / where).mkdir(parents=True, exist_ok=True)
+    monkeypatch.chdir(one_path_project / where)
+    outputs = len(planning.plan(one_path_project))
     assert run(capsys, "check") == (0, f"{outputs} generated files are up to date\n", "")
     code, out, err = run(capsys, "matrix")
     assert (code, err) == (0, "") and out == f"unchanged {planning.MATRIX_OUTPUT.as_posix()}\n"
@@ -106,10 +103,10 @@ def test_a_non_ascii_folder_under_the_c_locale_is_named_as_it_is_spelt(tmp_path)
     assert done.stderr.startswith(f"error: no project here: none of {folder}, ".encode())  # not n\udcc3\udcb6
 
 
-def test_root_wins_over_the_folder_the_command_runs_in(project, tmp_path, monkeypatch, capsys):
-    other = copy_project(tmp_path / "other")
+def test_root_wins_over_the_folder_the_command_runs_in(one_path_project, tmp_path, monkeypatch, capsys):
+    other = fresh_copy(tmp_path / "other")
     add_user_backend(other, "other_npu")
-    monkeypatch.chdir(project / "spec")
+    monkeypatch.chdir(one_path_project / "spec")
     code, out, err = run(capsys, "check", "--root", str(other))
     assert code == 1 and "generated/other_npu.py: missing" in out  # the other project was checked
     assert run(capsys, "check")[0] == 0  # and this one is fine
@@ -124,17 +121,18 @@ def test_root_wins_over_the_folder_the_command_runs_in(project, tmp_path, monkey
 def monorepo(tmp_path_factory) -> Path:
     """A git repository whose project lives at vendor/backend-configs/, next to other code.
 
-    A fresh one per test, at one path (as tests/one_path.py does for `project`), its one commit made once per run.
-    The project holds the spec files the tests edit, qnnpack's and x86's (tests/fewer_specs.py): every
+    A fresh one per test, at one path (as projects.at_one_path does for `one_path_project`), its one commit made once
+    per run.
+    The project holds the spec files the tests edit, qnnpack's and x86's (tests/support/projects.py): every
     diff and check there loads and builds its spec/, and the tests are about where the project is.
     """
     repo = tmp_path_factory.getbasetemp() / "one-path-monorepo" / "repo"
     shutil.rmtree(repo, ignore_errors=True)
-    project = copy_with_only(tmp_path_factory, repo / "vendor" / "backend-configs", "qnnpack", "x86")
+    project = fresh_copy(repo / "vendor" / "backend-configs", "qnnpack", "x86", factory=tmp_path_factory)
     (repo / "README.md").write_text("the rest of the monorepo\n")
     (repo / "generated").mkdir()  # the top level has a generated/ of its own, which is not ours
     (repo / "generated" / "other.py").write_text("x = 1\n")
-    commit_all_once(repo, tmp_path_factory, "monorepo")
+    committed(repo, tmp_path_factory, "monorepo")
     return project
 
 
@@ -200,13 +198,13 @@ def bare_interpreter(*folders: Path) -> dict:
     return dict(os.environ, PYTHONPATH=os.pathsep.join(map(str, [ROOT, *folders])))
 
 
-def test_check_imports_neither_torch_nor_jinja2_nor_black(project, tmp_path):
+def test_check_imports_neither_torch_nor_jinja2_nor_black(one_path_project, tmp_path):
     """Their versions (recorded in the manifest) are all check reads of them; a cold lint cache too."""
-    shutil.rmtree(project / ".cache")
-    env = bare_interpreter(metadata_only(tmp_path / "site", **_recorded_versions(project)))
-    done = generator_process(project / "spec", "check", python_flags=["-S"], env=env)
+    shutil.rmtree(one_path_project / ".cache")
+    env = bare_interpreter(metadata_only(tmp_path / "site", **_recorded_versions(one_path_project)))
+    done = generator_process(one_path_project / "spec", "check", python_flags=["-S"], env=env)
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
-    assert done.stdout == f"{len(planning.plan(project))} generated files are up to date\n"
+    assert done.stdout == f"{len(planning.plan(one_path_project))} generated files are up to date\n"
 
 
 def _recorded_versions(project: Path) -> dict[str, str]:
@@ -219,10 +217,10 @@ def _recorded_versions(project: Path) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("command", "missing"), [(["check"], "black"), (["regenerate"], "black"), (["diff", "--against-torch"], "torch")]
 )
-def test_a_missing_dependency_is_one_line_saying_how_to_install_it(command, missing, project, tmp_path):
-    versions = {name: v for name, v in _recorded_versions(project).items() if name != missing}
+def test_a_missing_dependency_is_one_line_saying_how_to_install_it(command, missing, one_path_project, tmp_path):
+    versions = {name: v for name, v in _recorded_versions(one_path_project).items() if name != missing}
     env = bare_interpreter(metadata_only(tmp_path / "site", **versions))
-    done = generator_process(project, *command, python_flags=["-S"], env=env)
+    done = generator_process(one_path_project, *command, python_flags=["-S"], env=env)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
         f"error: {missing} is not installed for {sys.executable}; activate the environment the project is "
@@ -237,19 +235,19 @@ def test_a_missing_dependency_is_one_line_saying_how_to_install_it(command, miss
         ("generator.gone", "error: internal error: ModuleNotFoundError: "),  # one of its own: a bug
     ],
 )
-def test_which_missing_module_is_a_missing_dependency(missing, said, project, monkeypatch, capsys):
+def test_which_missing_module_is_a_missing_dependency(missing, said, one_path_project, monkeypatch, capsys):
     def needs(root, recorded=None):
         raise ModuleNotFoundError(f"No module named {missing!r}", name=missing)
 
     monkeypatch.setattr(planning, "plan", needs)
-    code, out, err = run(capsys, "--root", str(project), "check")
+    code, out, err = run(capsys, "--root", str(one_path_project), "check")
     assert (code, out) == (2, "") and len(err.splitlines()) == 1 and err.startswith(said), err
 
 
-def test_check_still_sees_a_change_of_black_s_version(project, tmp_path):
-    jinja2 = _recorded_versions(project)["jinja2"]
+def test_check_still_sees_a_change_of_black_s_version(one_path_project, tmp_path):
+    jinja2 = _recorded_versions(one_path_project)["jinja2"]
     env = bare_interpreter(metadata_only(tmp_path / "site", black="0.0.1", jinja2=jinja2))
-    done = generator_process(project, "check", python_flags=["-S"], env=env)
+    done = generator_process(one_path_project, "check", python_flags=["-S"], env=env)
     # black 0.0.1 is not the recorded version: every module is stale, and showing the diff needs the
     # packages themselves, which check names instead of calling the tree up to date
     assert (done.returncode, done.stdout) == (2, "") and " is not installed for " in done.stderr, done.stderr

@@ -18,7 +18,7 @@ black (generator/build/formatting.py), so it must be black's output byte for byt
   non-ASCII text, a control character (a tab too), `# fmt:`/`# type:`/`# yapf:`
   comments, a trailing comma already there) gets no layout.
 
-tests/test_format_speed.py compares it with black for every entry of the
+tests/test_entry_layout.py compares it with black for every entry of the
 committed spec, around every length where a rule changes (87 to 90
 characters), and for thousands of entries drawn at random from these shapes.
 """

@@ -19,7 +19,7 @@ from pathlib import Path
 from generator.build import pipeline, resolution
 from generator.build.expansion import Declaration, ExpandedBackend
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 @dataclass(frozen=True)

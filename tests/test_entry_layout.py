@@ -1,15 +1,15 @@
 """black confirms rather than reformats: pattern entries are laid out as black will lay them out
-(generator/build/entry_layout.py) and the templates render black's style, and neither changes what black writes."""
+(generator/build/entry_layout.py) and the templates render black's style, and neither changes what black writes,
+whatever a spec spells (a string argument is written as the spec spells it)."""
 
 import itertools
 
 import black
 import pytest
 
-from generator.build import check_memo, entry_layout, formatting, output_check, pipeline, rendering
-from generator.freshness import planning
-from tests import random_entries
-from tests.conftest import ROOT
+from generator.build import entry_layout, formatting, output_check, pipeline, rendering
+from tests.support import random_entries
+from tests.support.projects import ROOT
 
 MODE = black.Mode()
 
@@ -194,31 +194,6 @@ def test_a_dict_kept_open_by_its_trailing_comma_is_laid_out_exactly_however_it_i
     assert layout is not None and laid_out_wrapped(layout) == black_of_entry(text)
 
 
-def test_each_module_is_checked_once_while_black_formats(tmp_path, monkeypatch):
-    """The static checks run on the rendered text, before black's results are awaited, and not again."""
-    checked, awaited = [], []
-    real_check, real_submit = pipeline.check_module, formatting.Formatter.submit
-
-    def check(text, output):
-        checked.append((output, bool(awaited)))
-        return real_check(text, output)
-
-    def submit(self, source, output):
-        result = real_submit(self, source, output)
-        return lambda: awaited.append(output) or result()
-
-    monkeypatch.setattr(pipeline, "check_module", check)
-    monkeypatch.setattr(formatting.Formatter, "submit", submit)
-    monkeypatch.setattr(check_memo, "passed", lambda *args: False)  # every text checked (the memo: test_load_speed)
-    modules = pipeline.load(ROOT, validate=False)
-    targets = [t for t in planning.plan(ROOT) if not t.is_matrix]
-    with formatting.Formatter(1, tmp_path) as formatter:
-        texts = pipeline.build(ROOT, modules, targets, formatter)
-    assert sorted(output for output, _ in checked) == sorted(m.spec.output for m in modules)
-    assert not any(after for _, after in checked)
-    assert all((ROOT / t.relative).read_text() == texts[t.name] for t in targets)
-
-
 def test_bindings_are_checked_without_the_entries_only_when_the_markers_are_the_template_s(blocks):
     """An entry binds no module-level name, so the names check may skip the entries (most of the text);
     a text with an entry marker the template did not write (a spec's text may hold one) is checked whole."""
@@ -336,21 +311,47 @@ def test_a_comment_that_reads_like_a_marker_is_kept():
         assert all(c in unmarked for c in comment) and written == black.format_str(unmarked, mode=MODE)
 
 
-def test_a_memoised_names_check_is_not_reused_after_the_entries_are_cut_otherwise(tmp_path):
-    """The names check reads the text without its entries (formatting.without_entries): a pass remembered
-    before an edit of formatting.py (how the entries are cut) must not stand for the text after it."""
-    import shutil
-    import subprocess
-    import sys
+QUOTED_SPEC = '''"""A backend whose fuser is a partial with a string holding single quotes."""
 
-    shutil.copytree(ROOT / "generator", tmp_path / "generator", ignore=shutil.ignore_patterns("__pycache__"))
-    script = "from generator.build import check_memo; print(check_memo.key('text', 'generated/x.py', ['a']).hex())"
+from generator.dsl import Backend, DTypeConfig, Module, config, partial, torch
 
-    def memo_key() -> str:
-        run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True)
-        return run.stdout
+cfg = DTypeConfig(input_dtype=torch.qint8, output_dtype=torch.qint8, weight_dtype=torch.qint8, bias_dtype=torch.float)
 
-    before = memo_key()
-    formatting_file = tmp_path / "generator" / "build" / "formatting.py"
-    formatting_file.write_text(formatting_file.read_text() + "\n# entries cut otherwise\n")
-    assert memo_key() != before
+MODULE = Module(
+    doc="Quotes.",
+    backends=[
+        Backend(
+            name="quotes",
+            builder="get_quotes_backend_config",
+            doc="Return it.",
+            configs=[
+                config(
+                    (torch.nn.Conv2d, torch.nn.ReLU),
+                    [cfg],
+                    fuser_method=partial(torch.ao.quantization.fuser_method_mappings.fuse_conv_bn, "x', 'y"),
+                ),
+            ],
+        )
+    ],
+)
+'''
+
+
+def test_a_double_quoted_string_holding_single_quotes_is_not_rewritten():
+    """entry_layout turned `"x', 'y"` into `"x", "y"` (two strings): it took `', '` for a plain string."""
+    entry = 'BackendPatternConfig((nn.Conv2d, nn.ReLU))\n.set_fuser_method(partial(f, "x\', \'y"))\n,\n'
+    layout = assert_same_black(entry)
+    assert layout is None or "\"x', 'y\"" in layout
+    plain = "BackendPatternConfig(torch.relu)\n.set_fuser_method(partial(f, 'x', \"a'b\", 'y'))\n,\n"
+    assert_same_black(plain)
+
+
+def test_regenerate_keeps_a_string_argument_as_the_spec_spells_it(fresh_project, capsys):
+    """Through the command, in this process: its new torch names would make a fresh interpreter import torch."""
+    from generator import cli
+
+    (fresh_project / "spec" / "quotes.py").write_text(QUOTED_SPEC)
+    assert cli.main(["--root", str(fresh_project), "regenerate"]) == 0, capsys.readouterr().err
+    written = (fresh_project / "generated" / "quotes.py").read_text()
+    assert ".set_fuser_method(partial(fuse_conv_bn, \"x', 'y\"))" in written
+    assert black.format_str(written, mode=black.Mode()) == written

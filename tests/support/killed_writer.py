@@ -107,7 +107,7 @@ class Killer:
 
     def __init__(self, job: Path, project: Path, targets, texts, env: dict):
         job.write_bytes(pickle.dumps((project, targets, texts)))
-        command = [sys.executable, "-m", "tests.killed_writer", str(job)]
+        command = [sys.executable, "-m", "tests.support.killed_writer", str(job)]
         self.process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def killed_at(self, point: int) -> bool:

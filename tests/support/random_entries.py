@@ -2,7 +2,7 @@
 may hold, spelt the ways a spec or `repr` may spell them, at lengths around black's line length.
 
 Used to test that generator/build/entry_layout.py lays an entry out exactly as black does, or not at all
-(tests/test_format_speed.py); `python -m tests.random_entries N` runs N of them.
+(tests/test_entry_layout.py); `python -m tests.support.random_entries N` runs N of them.
 """
 
 from __future__ import annotations

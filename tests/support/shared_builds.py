@@ -23,7 +23,7 @@ import pytest
 T = TypeVar("T")
 
 SESSION_FACTORY: list[pytest.TempPathFactory] = []  # the run's, set by tests/conftest.py
-SESSION_CACHE: list[tuple[str, list[Path]]] = []  # (kind, entries) of the committed spec (conftest.session_caches)
+SESSION_CACHE: list[tuple[str, list[Path]]] = []  # (kind, entries) of the committed spec (projects.session_caches)
 
 
 def _shared_folder(factory: pytest.TempPathFactory) -> Path:

@@ -1,9 +1,10 @@
-"""Adversarial edit sequences against the edit loop's caches (.cache/generator/): models, templates, module names.
+"""An incremental run writes what a fresh `regenerate --force` writes, whatever a user did between two runs:
+edit sequences against the edit loop's caches (.cache/generator/): models, templates, module names.
 
 Each test makes a project do what a user may do between two runs, then holds every
 command to the truth: what `regenerate --force` writes in a fresh copy of the same
 files with no model, template or module-name cache. Each project holds only the
-committed spec files a test is about (tests/fewer_specs.py), so that each run renders less.
+committed spec files a test is about (tests/support/projects.py), so that each run renders less.
 
 Every run that reads what an earlier run left is a real one in a fresh interpreter (`run`):
 the generator keeps some of its caches in memory too (compiled code, templates),
@@ -28,10 +29,7 @@ import sys
 from pathlib import Path
 
 from generator import cli
-from tests.conftest import ROOT, with_session_caches
-from tests.fewer_specs import fixture_of_projects_with_only
-
-project_with_only = fixture_of_projects_with_only()
+from tests.support.projects import ROOT, with_session_caches
 
 
 def run(project: Path, *args: str, bytecode: bool = False) -> subprocess.CompletedProcess:

@@ -1,5 +1,6 @@
-"""Adversarial user code against how a load tells the project's modules from the others in sys.modules
-(generator/loading/reads.py): each load runs on fresh project modules, and a caller gets its own back."""
+"""Each spec file's load is isolated from the others and from its caller: what one load leaves in sys.modules
+(a module, a stand-in, a removal, an import hook) is gone for the next, and a caller's own modules are set
+aside for each load and given back (generator/loading/reads.py tells the project's modules from the others)."""
 
 import gc
 import importlib
@@ -11,11 +12,25 @@ import weakref
 import pytest
 
 from generator.loading import loader
-from tests.fewer_specs import fixture_of_projects_with_only
-from tests.test_adversary_session4 import doc_prefixed, run
-from tests.test_user_code import only_qnnpack_pt2e
+from tests.support.projects import inputs_only
+from tests.support.spec_code import doc_prefixed, run
 
-project_with_only = fixture_of_projects_with_only()
+
+def test_what_a_spec_puts_into_sys_modules_is_gone_for_the_next_load(project_with_only):
+    """native.py leaves an object in sys.modules and x86.py reads it: were it kept, x86's output
+    would depend on whether native's load ran in the same process or came from the model cache."""
+    project = project_with_only("native", "x86")
+    writer, reader = project / "spec" / "native.py", project / "spec" / "x86.py"
+    leave = 'import sys as _sys, types as _types\n_sys.modules["leaked"] = _types.SimpleNamespace(doc="seen")\n'
+    writer.write_text(leave + writer.read_text())
+    doc_prefixed(reader, "_SEEN", 'import sys as _sys\n_SEEN = getattr(_sys.modules.get("leaked"), "doc", "unseen")\n')
+    assert run(project, "regenerate").returncode == 0  # every load made: native's first
+    every_load_made = (project / "generated" / "x86.py").read_text()
+    reader.write_text(reader.read_text() + "# an edit: native's load now comes from the model cache\n")
+    assert run(project, "regenerate").returncode == 0
+    assert (project / "generated" / "x86.py").read_text() == every_load_made
+    assert "unseen" in every_load_made
+
 
 # A helper module that puts a stand-in for itself into sys.modules (a lazy or deprecating wrapper, a
 # module with properties): the stand-in's namespace holds neither __file__ nor the helper's names,
@@ -70,7 +85,7 @@ def test_a_caller_s_helper_that_stands_in_for_itself_is_set_aside_for_each_load(
 ):
     """A process imported the project's helper (which put a stand-in for itself into sys.modules) and
     changed it: each load still runs on a fresh helper, and the caller keeps its own."""
-    project = only_qnnpack_pt2e(tmp_path / "project")
+    project = inputs_only(tmp_path / "project", "qnnpack_pt2e")
     (project / "acme_count.py").write_text(_STAND_IN)
     prelude = "import acme_count as _count\n\n_count.LOADS.append(1)\n_DOC = f'loads seen: {len(_count.LOADS)}. '\n"
     doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "_DOC", prelude)
@@ -84,6 +99,51 @@ def test_a_caller_s_helper_that_stands_in_for_itself_is_set_aside_for_each_load(
         assert sys.modules["acme_count"] is caller_s and caller_s.LOADS == ["the caller's"] * 5
 
 
+def test_project_modules_the_caller_imported_are_set_aside_for_each_load_and_put_back(tmp_path, monkeypatch):
+    """A process that imported a helper module of the project (and changed it) before loading: every load
+    runs on a fresh one and leaves the caller's in place. The second and third loads find sys.modules as
+    the first left it, where only the modules not yet set aside as foreign are looked at again; before the
+    third, the caller imported one more project module."""
+    project = inputs_only(tmp_path / "project", "qnnpack_pt2e")
+    (project / "acme_helper").mkdir()
+    (project / "acme_helper" / "__init__.py").write_text('PREFIX = ["as the helper says. "]\n')
+    (project / "acme_helper" / "other.py").write_text('WORDS = ["and so does the other. "]\n')
+    prelude = "import acme_helper\nfrom acme_helper import other as _other\n"
+    doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "acme_helper.PREFIX[0] + _other.WORDS[0]", prelude)
+    baseline = loader.load_modules(project)
+    assert baseline[0].doc.startswith("as the helper says. and so does the other. ")
+    names = ("acme_helper", "acme_helper.other")
+    monkeypatch.syspath_prepend(str(project))
+    assert not any(name in sys.modules for name in names)
+    try:
+        helper = importlib.import_module("acme_helper")
+        helper.PREFIX[0] = "as the caller says. "
+        for imported_between in (None, None, "acme_helper.other"):
+            if imported_between:
+                importlib.import_module(imported_between).WORDS[0] = "as the caller says too. "
+            caller_s = {name: sys.modules[name] for name in names if name in sys.modules}
+            assert loader.load_modules(project) == baseline
+            assert {name: sys.modules[name] for name in names if name in sys.modules} == caller_s
+        assert sys.modules["acme_helper"] is helper and len(caller_s) == 2
+    finally:
+        for name in names:
+            sys.modules.pop(name, None)
+
+
+def test_a_load_runs_no_module_s_getattr_while_it_sets_the_project_s_modules_aside(tmp_path):
+    """Telling the project's modules from the others reads each module's own namespace: a module in
+    sys.modules with a __getattr__ (user code, or torch's) is not asked for what it lacks."""
+    asked = []
+    watcher = types.ModuleType("acme_watcher")
+    watcher.__getattr__ = lambda name: asked.append(name) or (_ for _ in ()).throw(AttributeError(name))
+    sys.modules["acme_watcher"] = watcher
+    try:
+        loader.load_modules(inputs_only(tmp_path / "project", "qnnpack_pt2e"))
+    finally:
+        del sys.modules["acme_watcher"]
+    assert asked == []
+
+
 class _GuardedNamespace(types.ModuleType):
     """A module whose `__dict__` attribute refuses to be read (vars() asks it; the import system does not)."""
 
@@ -95,7 +155,7 @@ class _GuardedNamespace(types.ModuleType):
 def test_a_module_whose_dict_attribute_raises_does_not_fail_a_load(tmp_path, caller_s_modules):
     """A caller's module in sys.modules whose class makes `__dict__` raise: a load tells that it is not the
     project's without asking it, and runs as it would without it."""
-    project = only_qnnpack_pt2e(tmp_path / "project")
+    project = inputs_only(tmp_path / "project", "qnnpack_pt2e")
     baseline = loader.load_modules(project)
     sys.modules["acme_guarded"] = _GuardedNamespace("acme_guarded")
     assert loader.load_modules(project) == baseline
@@ -120,7 +180,7 @@ def test_a_module_object_a_spec_puts_under_a_dotted_name_is_gone_for_the_next_lo
 def test_a_load_keeps_no_module_the_caller_let_go_of_alive(tmp_path, monkeypatch, caller_s_modules):
     """A process imported the project's helper, loaded, then forgot the helper: nothing of the load's keeps
     the module alive (what it holds, its finalizers, its memory), as if the process had never loaded."""
-    project = only_qnnpack_pt2e(tmp_path / "project")
+    project = inputs_only(tmp_path / "project", "qnnpack_pt2e")
     (project / "acme_helper.py").write_text("DOC = 'the helper'\n")
     monkeypatch.syspath_prepend(str(project))
     helper = weakref.ref(importlib.import_module("acme_helper"))
@@ -160,7 +220,7 @@ def test_a_caller_s_installed_part_of_a_namespace_package_the_project_shares_is_
 ):
     """A process imported acme.tools and acme.docs: a load that found the caller's acme.tools in sys.modules,
     next to a fresh acme, would fail on `acme.tools` (AttributeError); the caller gets both back."""
-    project = only_qnnpack_pt2e(tmp_path / "project")
+    project = inputs_only(tmp_path / "project", "qnnpack_pt2e")
     prelude = _namespace_package_in_two_places(tmp_path, project) + "_DOC = acme.tools.DOC + acme.docs.DOC\n"
     doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "_DOC", prelude)
     baseline = loader.load_modules(project)
@@ -223,6 +283,7 @@ class _Virtual(_abc.MetaPathFinder, _abc.Loader):
 _sys.meta_path.insert(0, _Virtual())
 """
 
+
 _PROJECT_FOLDER_S_FINDER = """
 import importlib.machinery as _machinery
 import importlib.util as _util
@@ -244,7 +305,9 @@ class _Virtual(_machinery.PathFinder):
 _sys.path_importer_cache[_os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))] = _Virtual()
 """
 
+
 _HOOKS = {"meta_path": _VIRTUAL_FINDER, "path_finder": _PROJECT_FOLDER_S_FINDER}
+
 
 _OPTIONAL_VIRTUAL = """try:
     from acme_virtual import DOC as _DOC
@@ -284,6 +347,8 @@ def test_a_spec_that_rebinds_sys_modules_leaves_the_next_load_fresh_modules(proj
 
 
 _HALF_RUN = "import acme_sync\n\nacme_sync.started.set()\nacme_sync.go.wait(30)\nraise RuntimeError('fails half-run')\n"
+
+
 _SPEC_WAITS = "import acme_sync as _sync\n\n_sync.go.set()\n_sync.failed.wait(30)\n_SYNC_DOC = ''\n"
 
 
@@ -298,7 +363,7 @@ def test_a_module_another_thread_fails_to_import_during_a_load_is_not_put_back(t
     sync = types.ModuleType("acme_sync")
     sync.started, sync.go, sync.failed = threading.Event(), threading.Event(), threading.Event()
     monkeypatch.setitem(sys.modules, "acme_sync", sync)
-    project = only_qnnpack_pt2e(tmp_path / "project")
+    project = inputs_only(tmp_path / "project", "qnnpack_pt2e")
     doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "_SYNC_DOC", _SPEC_WAITS)
 
     def import_half_run():

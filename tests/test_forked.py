@@ -1,7 +1,7 @@
-"""What keeps the torch side fast, with the same results: the comparator's shared verdicts, one spec load per diff.
-
-Speed itself is measured in benchmarks/speed.py; these tests prove that what makes
-it fast holds, and that a shortcut never changes an answer.
+"""What runs in a forked child gives the outcome a call in this process gives (generator/process.py Forked):
+torch names never seen before are looked up beside the build, and diff runs the spec (once per side) while
+torch imports. The same values and the same first error come back; a child that fails, dies or is stopped
+by Ctrl-C leaves the call to this process or stops the run.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import marshal
 import os
 import re
 import shutil
@@ -17,95 +16,19 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
-import types
 
 import pytest
-import torch
-import torch.ao.nn.intrinsic as nni
-from torch.ao.quantization.backend_config import get_fbgemm_backend_config
-from torch.ao.quantization.backend_config.x86 import get_x86_backend_config
-from torch.ao.quantization.fuser_method_mappings import _sequential_wrapper2
 
 from generator import cache, cli, process
 from generator.errors import UnknownTorchNameError
 from generator.model import SourceLocation
-from generator.review import callables, equality, sides
-from tests.builders import discover
-from tests.conftest import ROOT, commit_all
-from tests.fewer_specs import copy_with_only, fixture_of_projects_with_only
-from tests.shared_builds import worker_copy
+from tests.support.builders import discover
+from tests.support.projects import ROOT, commit_all, fresh_copy
+from tests.support.shared_builds import worker_copy
 
 # The tests below that run the generator on a project need only the spec files they are about (and the
-# session's caches, which know every committed spec's torch names): the others would only be loaded,
-# expanded and compared again in each run, in a fresh interpreter as in this one.
-project_with_only = fixture_of_projects_with_only()
-
-
-@pytest.fixture
-def counted_trials(monkeypatch) -> list:
-    """Every behavioural trial of fuser methods the comparator runs, from an empty verdict cache."""
-    monkeypatch.setattr(callables, "_BEHAVIOUR_VERDICTS", {})
-    monkeypatch.setattr(callables, "_REPRESENTATIVES", {})
-    trials = []
-    real = callables._fuser_behaviour_difference
-
-    def counted(ours, theirs, config):
-        trials.append((ours, theirs))
-        return real(ours, theirs, config)
-
-    monkeypatch.setattr(callables, "_fuser_behaviour_difference", counted)
-    return trials
-
-
-def _generated_x86():
-    """A fresh run of generated/x86.py: its fuser methods are new function objects each time."""
-    path = ROOT / "generated" / "x86.py"
-    return sides._module_from_source("generated_x86_copy", path.read_text(), str(path))
-
-
-def test_equivalent_copies_of_fuser_methods_share_one_verdict(counted_trials) -> None:
-    # Each backend of a diff has its own module's functions and torch's fresh closures.
-    first = equality.compare_backend_configs("x86", _generated_x86().get_x86_backend_config(), get_x86_backend_config())
-    tried = len(counted_trials)
-    assert tried > 0  # the generated module's own fuser methods are compared by behaviour
-    generated = _generated_x86().get_x86_backend_config()
-    second = equality.compare_backend_configs("x86", generated, get_x86_backend_config())
-    assert len(counted_trials) == tried
-    assert first == second == []
-
-
-def _fuse_conv_relu(is_qat, conv, relu):
-    return nni.ConvReLU1d(conv, relu)
-
-
-def _with_globals(function, **names):
-    return types.FunctionType(function.__code__, {**function.__globals__, **names}, function.__name__)
-
-
-@pytest.mark.parametrize("right_first", [True, False])
-def test_same_bytecode_with_other_globals_gets_its_own_verdict(counted_trials, right_first) -> None:
-    config = next(c for c in get_fbgemm_backend_config().configs if c.pattern == (torch.nn.Conv1d, torch.nn.ReLU))
-    theirs = _sequential_wrapper2(nni.ConvReLU1d)
-    right = _with_globals(_fuse_conv_relu)
-    wrong = _with_globals(_fuse_conv_relu, nni=types.SimpleNamespace(ConvReLU1d=nni.ConvReLU2d))
-    order = [right, wrong] if right_first else [wrong, right]
-    verdicts = {id(f): callables.callables_match("fuser_method", f, theirs, config) for f in order}
-    assert verdicts[id(right)] == (True, "same behaviour")
-    assert verdicts[id(wrong)][0] is False
-    assert len(counted_trials) == 2
-
-
-def test_trials_seed_only_the_cpu_generator(monkeypatch) -> None:
-    # torch.manual_seed also queues a seeding of each accelerator not yet initialised,
-    # capturing the stack each time: milliseconds a trial, most of a diff --against-torch.
-    config = next(c for c in get_fbgemm_backend_config().configs if c.pattern == (torch.nn.Conv1d, torch.nn.ReLU))
-    stacks = []
-    monkeypatch.setattr(traceback, "format_stack", lambda *args: stacks.append(args) or [])
-    state = torch.get_rng_state()
-    assert callables._fuser_behaviour_difference(_fuse_conv_relu, _sequential_wrapper2(nni.ConvReLU1d), config) is None
-    assert stacks == []
-    assert torch.equal(torch.get_rng_state(), state)  # the caller's random state is left as it was
+# session's caches, which know every committed spec's torch names), project_with_only: the others would
+# only be loaded, expanded and compared again in each run, in a fresh interpreter as in this one.
 
 
 SAYS_WHERE = "\nimport os\nimport sys\n\nprint('spec/x86.py ran in', os.getpid(), file=sys.stderr)\n"
@@ -114,8 +37,8 @@ LAYOUT_END = "            ),\n        )\n    ],\n)\n"
 
 def says_where(factory, project) -> None:
     """The project reduced to spec/x86.py, which says on standard error which process ran it, regenerated."""
-    project.rmdir()  # worker_copy's empty folder: copy_with_only makes it
-    copy_with_only(factory, project, "x86")
+    project.rmdir()  # worker_copy's empty folder: fresh_copy makes it
+    fresh_copy(project, "x86", factory=factory)
     x86 = project / "spec" / "x86.py"
     x86.write_text("from generator.dsl import config, nn\n" + x86.read_text() + SAYS_WHERE)
     with contextlib.redirect_stderr(io.StringIO()):
@@ -433,24 +356,3 @@ def _in_process(capsys, project) -> str:
     out, err = capsys.readouterr()
     assert out == ""
     return err.rstrip("\n")
-
-
-def test_a_generated_module_is_compiled_once_per_text_and_never_served_stale(tmp_path, monkeypatch) -> None:
-    compiled = []
-    monkeypatch.setattr(sides, "compile", lambda *args: compiled.append(args) or compile(*args), raising=False)
-    code_cache = cache.Cache(tmp_path, cache.CODE)
-
-    def value(source: str) -> int:
-        code = sides._compiled(source, "generated/m.py", tmp_path, "m")
-        return sides._module_from_code("m", "generated/m.py", code).VALUE
-
-    assert [value("VALUE = 1\n"), value("VALUE = 1\n")] == [1, 1]
-    assert len(compiled) == 1  # the second run read the cache
-    assert value("VALUE = 2\n") == 2  # the same length, another text
-    assert len(compiled) == 2
-    (entry,) = code_cache.names()
-    data, two, three = code_cache.path(entry).read_bytes(), marshal.dumps(2), marshal.dumps(3)
-    assert data.count(two[1:]) == 1
-    code_cache.path(entry).write_bytes(data.replace(two[1:], three[1:]))  # a corrupt entry that still loads: VALUE = 3
-    assert value("VALUE = 2\n") == 2
-    assert len(compiled) == 3

@@ -1,13 +1,46 @@
-"""Adversarial specs and setups against what the caches trust: the record of what a spec load read
-(manifest, model cache, diff --rev) and the compiled templates."""
+"""What a spec load read is recorded, and what it looked for and missed too: each is an input of the outputs
+the load made (the manifest, the model cache and diff --rev trust the record), and the record does not depend
+on the loads that ran before it in the process."""
+
+from pathlib import Path
 
 import pytest
 
-from generator import cache
-from tests.fewer_specs import fixture_of_projects_with_only
-from tests.test_adversary_session4 import assert_an_input_once_it_appears, doc_prefixed, run
+from tests.support.spec_code import doc_prefixed, run
 
-project_with_only = fixture_of_projects_with_only()
+
+def assert_an_input_once_it_appears(project: Path, appear, before: str, after: str) -> None:
+    """x86's output says `before`; once `appear()` made what its load looked for, check says it is stale,
+    and regenerate writes `after`."""
+    assert run(project, "regenerate").returncode == 0
+    assert before in (project / "generated" / "x86.py").read_text()
+    appear()
+    done = run(project, "check")
+    assert done.returncode == 1, done.stdout + done.stderr  # stale: what it looked for is there now
+    assert run(project, "regenerate").returncode == 0
+    assert after in (project / "generated" / "x86.py").read_text()
+    assert run(project, "check").returncode == 0
+
+
+_OPTIONAL_FILE = """import os as _os
+
+try:
+    with open(_os.path.join(_os.path.dirname(__file__), "x86_doc.txt")) as _file:
+        _DOC = _file.read().strip()
+except FileNotFoundError:
+    _DOC = "no doc file"
+"""
+
+
+def test_a_file_a_load_looked_for_and_missed_is_an_input_once_it_appears(project_with_only):
+    """x86.py reads spec/x86_doc.txt if there is one: a load that found none depends on its absence."""
+    project = project_with_only("x86")
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _OPTIONAL_FILE)
+
+    def appear():
+        (project / "spec" / "x86_doc.txt").write_text("from the doc file")
+
+    assert_an_input_once_it_appears(project, appear, "no doc file", "from the doc file")
 
 
 _OPTIONAL_IMPORT = """try:
@@ -24,7 +57,7 @@ except ImportError:
 )
 def test_a_module_a_load_failed_to_import_is_an_input_once_it_appears(project_with_only, module, created):
     """x86.py imports a doc module if there is one: a load that found none depends on its absence,
-    as one that opened a missing file does (test_adversary_session4)."""
+    as one that opened a missing file does (above)."""
     project = project_with_only("x86")
     doc_prefixed(project / "spec" / "x86.py", "_DOC", _OPTIONAL_IMPORT.format(module=module))
 
@@ -52,47 +85,6 @@ def test_a_folder_a_load_listed_is_an_input(project_with_only):
         (project / "spec" / "_doc_a.py").write_text("")
 
     assert_an_input_once_it_appears(project, appear, "no doc modules", "_doc_a")
-
-
-def _rendered_with(tmp_path, tag, marked=lambda value: True) -> str:
-    """templates/module.py.j2 rendered by an environment whose `tag` filter and `marked` test are those
-    given, its compiled templates kept in tmp_path's cache (as the generator keeps them)."""
-    import jinja2
-
-    from generator.build.template_cache import TemplateBytecodeCache
-
-    (tmp_path / "templates").mkdir(exist_ok=True)
-    (tmp_path / "templates" / "module.py.j2").write_text("{{ 'x' | tag }}{{ 'y' is marked }}")
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(tmp_path / "templates")),
-                             undefined=jinja2.StrictUndefined,
-                             bytecode_cache=TemplateBytecodeCache(tmp_path))  # fmt: skip
-    env.filters["tag"], env.tests["marked"] = tag, marked
-    return env.get_template("module.py.j2").render(suffix="!")
-
-
-def test_a_compiled_template_serves_no_environment_whose_filters_take_other_arguments(tmp_path):
-    """Jinja2 compiles a filter call with the context as its first argument when the filter is
-    @pass_context (a test's with the environment, when @pass_environment): code compiled for a filter
-    that has since gained the context (or lost it) would call it with the wrong arguments."""
-    import jinja2
-
-    assert _rendered_with(tmp_path, lambda value: value + "?") == "x?True"
-    assert len(cache.Cache(tmp_path, cache.TEMPLATES).names()) == 1  # kept: what the next environment could reuse
-    with_context = jinja2.pass_context(lambda context, value: value + context["suffix"])
-    assert _rendered_with(tmp_path, with_context, lambda value: False) == "x!False"
-    marked_in_context = jinja2.pass_environment(lambda environment, value: environment is not None)
-    assert _rendered_with(tmp_path, with_context, marked_in_context) == "x!True"
-
-
-def test_a_compiled_template_serves_no_other_generator(tmp_path, monkeypatch):
-    """Jinja2's compiler calls a filter given constants and compiles its result: `{{ 'x' | tag }}` is
-    compiled to "x?". The filters are the generator's code, so another generator (an upgrade, an edit
-    to source_spelling) must not run what this one compiled."""
-    from generator import digests
-
-    assert _rendered_with(tmp_path, lambda value: value + "?") == "x?True"
-    monkeypatch.setattr(digests, "generator_code", lambda: b"another generator")
-    assert _rendered_with(tmp_path, lambda value: value + "!") == "x!True"
 
 
 def test_what_a_load_is_recorded_to_read_does_not_depend_on_the_loads_before_it(project_with_only):

@@ -1,6 +1,10 @@
-"""What makes the load stage fast keeps it right: the template bytecode cache and the refs walk."""
+"""The caches of .cache/generator/ make runs faster and never different: compiled templates, kept spec loads
+(the model cache), module names kept by content, compiled spec code, the check memo and generated modules
+compiled for diff. A corrupt, stale or forged entry is ignored or refused, an edit is seen, and a cache
+that cannot be written costs nothing."""
 
 import json
+import marshal
 import os
 import shutil
 import subprocess
@@ -9,15 +13,10 @@ import sys
 import pytest
 
 from generator import cache, cli
-from generator.build import pipeline
-from generator.build.expansion import torch_refs
-from generator.model import TorchRef
-from tests.builders import GENERATED_MODULES
-from tests.conftest import ROOT, commit_all, copy_inputs, copy_project
-from tests.fewer_specs import fixture_of_projects_with_only
-from tests.shared_builds import worker_copy
-
-project_with_only = fixture_of_projects_with_only()
+from generator.review import sides
+from tests.support.builders import GENERATED_MODULES
+from tests.support.projects import ROOT, commit_all, copy_inputs, fresh_copy
+from tests.support.shared_builds import worker_copy
 
 OUTPUTS = [f"generated/{module}.py" for module in GENERATED_MODULES] + ["docs/support-matrix.md"]
 
@@ -52,6 +51,8 @@ def cache_entries(project, kind):
     return [kept.path(name) for name in kept.names()]
 
 
+# ---------------------------------------------------------------- compiled templates
+
 def template_cache_files(project):
     return cache_entries(project, cache.TEMPLATES)
 
@@ -80,7 +81,7 @@ def forced_once(tmp_path_factory):
     # A folder of its own: pytest-xdist's worksteal may hand this module's tests to a worker again after
     # another module's, and the module fixture is then set up a second time in the same worker.
     path = tmp_path_factory.mktemp("forced-once") / "project"
-    for entry in check_memo_entries(copy_project(path)):
+    for entry in check_memo_entries(fresh_copy(path)):
         entry.unlink()  # the session's check memo: the run's own entries are under test
     regenerate(path, "--force")
     copy = tmp_path_factory.mktemp("forced-once-copy") / "project"
@@ -167,32 +168,52 @@ def test_compiled_templates_serve_the_project_copied_to_another_folder(tmp_path,
     assert undefined_location(second) == undefined_location(fresh) is not None
 
 
-def every_ref(value):
-    """Every TorchRef inside a model value, depth first, in field order: each occurrence walked."""
-    if isinstance(value, TorchRef):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from every_ref(item)
-    elif hasattr(value, "__dataclass_fields__"):
-        for name in value.__dataclass_fields__:
-            if name != "location":
-                yield from every_ref(getattr(value, name))
+def _rendered_with(tmp_path, tag, marked=lambda value: True) -> str:
+    """templates/module.py.j2 rendered by an environment whose `tag` filter and `marked` test are those
+    given, its compiled templates kept in tmp_path's cache (as the generator keeps them)."""
+    import jinja2
+
+    from generator.build.template_cache import TemplateBytecodeCache
+
+    (tmp_path / "templates").mkdir(exist_ok=True)
+    (tmp_path / "templates" / "module.py.j2").write_text("{{ 'x' | tag }}{{ 'y' is marked }}")
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(tmp_path / "templates")),
+                             undefined=jinja2.StrictUndefined,
+                             bytecode_cache=TemplateBytecodeCache(tmp_path))  # fmt: skip
+    env.filters["tag"], env.tests["marked"] = tag, marked
+    return env.get_template("module.py.j2").render(suffix="!")
 
 
-def test_walking_shared_values_once_finds_every_ref_first_used_where_the_full_walk_does():
-    """importability reports each package's first use, and rendering imports what the refs name."""
-    for module in pipeline.load(ROOT, validate=False):
-        full = list(every_ref(module))
-        found = torch_refs(module)
-        assert len(found) < len(full), module.spec.name  # it does skip shared values
-        assert [id(r) for r in dict.fromkeys(full)] == [id(r) for r in dict.fromkeys(found)], module.spec.name
-        assert list(dict.fromkeys(full)) == list(dict.fromkeys(found)), module.spec.name
+def test_a_compiled_template_serves_no_environment_whose_filters_take_other_arguments(tmp_path):
+    """Jinja2 compiles a filter call with the context as its first argument when the filter is
+    @pass_context (a test's with the environment, when @pass_environment): code compiled for a filter
+    that has since gained the context (or lost it) would call it with the wrong arguments."""
+    import jinja2
+
+    assert _rendered_with(tmp_path, lambda value: value + "?") == "x?True"
+    assert len(cache.Cache(tmp_path, cache.TEMPLATES).names()) == 1  # kept: what the next environment could reuse
+    with_context = jinja2.pass_context(lambda context, value: value + context["suffix"])
+    assert _rendered_with(tmp_path, with_context, lambda value: False) == "x!False"
+    marked_in_context = jinja2.pass_environment(lambda environment, value: environment is not None)
+    assert _rendered_with(tmp_path, with_context, marked_in_context) == "x!True"
+
+
+def test_a_compiled_template_serves_no_other_generator(tmp_path, monkeypatch):
+    """Jinja2's compiler calls a filter given constants and compiles its result: `{{ 'x' | tag }}` is
+    compiled to "x?". The filters are the generator's code, so another generator (an upgrade, an edit
+    to source_spelling) must not run what this one compiled."""
+    from generator import digests
+
+    assert _rendered_with(tmp_path, lambda value: value + "?") == "x?True"
+    monkeypatch.setattr(digests, "generator_code", lambda: b"another generator")
+    assert _rendered_with(tmp_path, lambda value: value + "!") == "x!True"
 
 
 # ---------------------------------------------------------------- the model cache
 
 MODULE_DOC = 'doc="BackendConfig for PyTorch\'s native FBGEMM backend.",'
+
+
 COUNTING = (
     "\nimport pathlib as _pathlib\n"
     "with (_pathlib.Path(__file__).parent.parent / 'fbgemm-runs.log').open('a') as _log:\n"
@@ -203,7 +224,7 @@ COUNTING = (
 def counting_project(project):
     """A copy of the project, with spec/fbgemm.py counting its executions in fbgemm-runs.log and its module
     docstring read from spec/fbgemm_doc.txt; regenerated once, so the model cache holds every load."""
-    copy_project(project)
+    fresh_copy(project)
     spec = project / "spec" / "fbgemm.py"
     text = spec.read_text()
     assert MODULE_DOC in text
@@ -299,7 +320,7 @@ def test_import_and_diff_take_unchanged_spec_files_from_the_model_cache(counted,
     """import (refusing a backend name another spec file uses; with --force, what the file it replaces
     builds) and diff (the spec lines of the working tree; the builders and lines of --against-torch)
     load the spec as regenerate does: an unchanged file's load comes from the model cache."""
-    builder = "tests.user_builder:get_user_backend_config"
+    builder = "tests.support.user_builder:get_user_backend_config"
     for args in (["import", builder, "--name", "mine"], ["import", builder, "--name", "mine", "--force"]):
         done = here(capfd, counted, *args)
         assert done.returncode == 0, done.stderr
@@ -459,7 +480,6 @@ def test_force_ignores_even_a_valid_looking_entry(counted, capfd):
 
 # ---------------------------------------------------------------- module names kept by content
 
-
 def generator_run(project, *args):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "generator", "--root", str(project), *args],
@@ -473,30 +493,32 @@ def kept_name(project, module="x86"):
     return names, entry
 
 
-def test_a_corrupt_module_name_cache_is_ignored(project):
-    assert generator_run(project, "check").returncode == 0
-    names, entry = kept_name(project)
+def test_a_corrupt_module_name_cache_is_ignored(fresh_project):
+    assert generator_run(fresh_project, "check").returncode == 0
+    names, entry = kept_name(fresh_project)
     data = names.path(entry).read_bytes()
     assert data.endswith(b"x86")
     names.path(entry).write_bytes(data[: -len(b"x86")] + b"other")  # its checksum no longer holds
-    done = generator_run(project, "check")
+    done = generator_run(fresh_project, "check")
     assert done.returncode == 0, done.stdout + done.stderr
     names.path(entry).write_bytes(os.urandom(200))
-    done = generator_run(project, "check")
+    done = generator_run(fresh_project, "check")
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_a_forged_module_name_makes_runs_fail_and_writes_nothing_elsewhere(project):
-    assert generator_run(project, "check").returncode == 0
-    names, entry = kept_name(project)
+def test_a_forged_module_name_makes_runs_fail_and_writes_nothing_elsewhere(fresh_project):
+    assert generator_run(fresh_project, "check").returncode == 0
+    names, entry = kept_name(fresh_project)
     names.put(names.read(entry).key, b"forged", entry)  # with its key, and a checksum that holds
     for command in ("check", "regenerate"):
-        done = generator_run(project, command)
+        done = generator_run(fresh_project, command)
         assert done.returncode == 2, done.stdout + done.stderr
         assert "spec/x86.py" in done.stderr and "generated/forged.py" in done.stderr
-    assert not (project / "generated" / "forged.py").exists()
-    assert_committed_outputs(project)
+    assert not (fresh_project / "generated" / "forged.py").exists()
+    assert_committed_outputs(fresh_project)
 
+
+# ---------------------------------------------------------------- compiled spec code
 
 def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_again(project_with_only, monkeypatch):
     """Each spec file's load runs on fresh modules, so spec/_common.py runs once per spec file: it is
@@ -531,31 +553,6 @@ def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_aga
         return sum(repr(c.pattern).startswith(alone) for m in modules for b in m.backends for c in b.configs)
 
     assert lone_batch_norms(again) > lone_batch_norms(first)
-
-
-def check_memo_entries(project):
-    return cache_entries(project, cache.CHECKS)
-
-
-def test_the_check_memo_serves_only_the_text_that_passed_and_a_corrupt_entry_is_checked_again(forced, capfd):
-    project = forced  # regenerated with --force
-    entries = check_memo_entries(project)
-    assert [e.name for e in entries] == sorted(GENERATED_MODULES)
-    zeros = {entry: b"\0" * len(entry.read_bytes()) for entry in entries}
-    for entry in entries:
-        entry.write_bytes(zeros[entry])
-    regenerated_here(capfd, project, "--force")  # the memo is on disk alone: a run here reads it as a new process
-    assert_committed_outputs(project)
-    memo = cache.Cache(project, cache.CHECKS)
-    assert all(memo.read(e.name) is not None and e.read_bytes() != zeros[e] for e in entries)  # sound again
-    spec = project / "spec" / "fbgemm.py"
-    spec.write_text(spec.read_text().replace('builder="get_fbgemm_backend_config"', 'builder="type"'))
-    for _ in range(2):  # a refused text is never remembered, so it is refused every time
-        done = here(capfd, project, "regenerate", "--force")
-        assert done.returncode == 2
-        assert "builder name 'type' would hide Python's built-in type" in done.stderr
-        assert "spec/fbgemm.py:30" in done.stderr
-    assert_committed_outputs(project)
 
 
 def test_project_source_is_kept_compiled_on_disk_and_an_edit_or_a_corrupt_entry_is_compiled_again(
@@ -597,6 +594,33 @@ def test_project_source_is_kept_compiled_on_disk_and_an_edit_or_a_corrupt_entry_
     assert edited.count("torch.nn.BatchNorm1d'") > first.count("torch.nn.BatchNorm1d'")
 
 
+# ---------------------------------------------------------------- the check memo
+
+def check_memo_entries(project):
+    return cache_entries(project, cache.CHECKS)
+
+
+def test_the_check_memo_serves_only_the_text_that_passed_and_a_corrupt_entry_is_checked_again(forced, capfd):
+    project = forced  # regenerated with --force
+    entries = check_memo_entries(project)
+    assert [e.name for e in entries] == sorted(GENERATED_MODULES)
+    zeros = {entry: b"\0" * len(entry.read_bytes()) for entry in entries}
+    for entry in entries:
+        entry.write_bytes(zeros[entry])
+    regenerated_here(capfd, project, "--force")  # the memo is on disk alone: a run here reads it as a new process
+    assert_committed_outputs(project)
+    memo = cache.Cache(project, cache.CHECKS)
+    assert all(memo.read(e.name) is not None and e.read_bytes() != zeros[e] for e in entries)  # sound again
+    spec = project / "spec" / "fbgemm.py"
+    spec.write_text(spec.read_text().replace('builder="get_fbgemm_backend_config"', 'builder="type"'))
+    for _ in range(2):  # a refused text is never remembered, so it is refused every time
+        done = here(capfd, project, "regenerate", "--force")
+        assert done.returncode == 2
+        assert "builder name 'type' would hide Python's built-in type" in done.stderr
+        assert "spec/fbgemm.py:30" in done.stderr
+    assert_committed_outputs(project)
+
+
 def test_the_check_memo_is_keyed_by_the_checks_own_code(tmp_path):
     """A stricter check after an upgrade sees every text again: a pass is kept per version of the checks."""
     program = "from generator.build import check_memo; print(check_memo.key('x = 1\\n', 'generated/a.py', ['a']).hex())"
@@ -618,6 +642,51 @@ def test_the_check_memo_is_keyed_by_the_checks_own_code(tmp_path):
         assert key_with(copy) != unchanged, module
         path.write_text(original)
 
+
+def test_a_memoised_names_check_is_not_reused_after_the_entries_are_cut_otherwise(tmp_path):
+    """The names check reads the text without its entries (formatting.without_entries): a pass remembered
+    before an edit of formatting.py (how the entries are cut) must not stand for the text after it."""
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copytree(ROOT / "generator", tmp_path / "generator", ignore=shutil.ignore_patterns("__pycache__"))
+    script = "from generator.build import check_memo; print(check_memo.key('text', 'generated/x.py', ['a']).hex())"
+
+    def memo_key() -> str:
+        run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True)
+        return run.stdout
+
+    before = memo_key()
+    formatting_file = tmp_path / "generator" / "build" / "formatting.py"
+    formatting_file.write_text(formatting_file.read_text() + "\n# entries cut otherwise\n")
+    assert memo_key() != before
+
+
+# ---------------------------------------------------------------- generated modules compiled for diff
+
+def test_a_generated_module_is_compiled_once_per_text_and_never_served_stale(tmp_path, monkeypatch) -> None:
+    compiled = []
+    monkeypatch.setattr(sides, "compile", lambda *args: compiled.append(args) or compile(*args), raising=False)
+    code_cache = cache.Cache(tmp_path, cache.CODE)
+
+    def value(source: str) -> int:
+        code = sides._compiled(source, "generated/m.py", tmp_path, "m")
+        return sides._module_from_code("m", "generated/m.py", code).VALUE
+
+    assert [value("VALUE = 1\n"), value("VALUE = 1\n")] == [1, 1]
+    assert len(compiled) == 1  # the second run read the cache
+    assert value("VALUE = 2\n") == 2  # the same length, another text
+    assert len(compiled) == 2
+    (entry,) = code_cache.names()
+    data, two, three = code_cache.path(entry).read_bytes(), marshal.dumps(2), marshal.dumps(3)
+    assert data.count(two[1:]) == 1
+    code_cache.path(entry).write_bytes(data.replace(two[1:], three[1:]))  # a corrupt entry that still loads: VALUE = 3
+    assert value("VALUE = 2\n") == 2
+    assert len(compiled) == 3
+
+
+# ---------------------------------------------------------------- every cache file
 
 def test_a_cache_file_that_cannot_be_written_costs_nothing_and_leaves_no_temporary(tmp_path):
     """Every cache keeps its entries through one store (generator/cache.py), which writes each through

@@ -1,0 +1,22 @@
+"""Spec files given code of their own, for the tests of what user code can and cannot do (tests/test_user_code.py,
+test_spec_isolation.py, test_recorded_reads.py): `doc_prefixed` makes a spec file's output show what its code
+saw, and `run` runs a command as a user does, in a fresh interpreter with a bare environment."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.projects import ROOT
+
+
+def run(project: Path, *args: str) -> subprocess.CompletedProcess:
+    """`python -m generator --root PROJECT ARGS` in a fresh interpreter, with no environment but the paths."""
+    return subprocess.run([sys.executable, "-m", "generator", "--root", str(project), *args],
+                          cwd=project, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True)  # fmt: skip
+
+
+def doc_prefixed(spec: Path, name: str, prelude: str = "") -> None:
+    """The spec file's module docstring led by the string `name` holds, which `prelude` (put first) binds."""
+    source = spec.read_text().replace("\nMODULE = Module(\n    doc=", f"\nMODULE = Module(\n    doc={name} + ", 1)
+    spec.write_text(prelude + source)
