@@ -520,22 +520,28 @@ def test_a_forged_module_name_makes_runs_fail_and_writes_nothing_elsewhere(fresh
 
 # ---------------------------------------------------------------- compiled spec code
 
-def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_again(project_with_only, monkeypatch):
-    """Each spec file's load runs on fresh modules, so spec/_common.py runs once per spec file: it is
-    compiled once per content (loader._compiled_once), and an edit is what runs next time."""
-    project = project_with_only("fbgemm", "x86")  # two spec files importing spec/_common.py; fbgemm uses DEFAULT_OPS
+@pytest.fixture
+def compiled(monkeypatch) -> list[str]:
+    """The file names of the project source Python compiles from now on, in order."""
     from importlib.machinery import SourceFileLoader
 
-    from generator.loading import loader
-
-    compiled = []
+    names = []
     real = SourceFileLoader.source_to_code
 
     def counting(self, data, path, *args, **kwargs):
-        compiled.append(os.path.basename(path))
+        names.append(os.path.basename(path))
         return real(self, data, path, *args, **kwargs)
 
     monkeypatch.setattr(SourceFileLoader, "source_to_code", counting)
+    return names
+
+
+def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_again(project_with_only, compiled):
+    """Each spec file's load runs on fresh modules, so spec/_common.py runs once per spec file: it is
+    compiled once per content (loader._compiled_once), and an edit is what runs next time."""
+    project = project_with_only("fbgemm", "x86")  # two spec files importing spec/_common.py; fbgemm uses DEFAULT_OPS
+    from generator.loading import loader
+
     loader._COMPILED.clear()
     first = loader.load_modules(project)
     spec_files = [p.name for p in (project / "spec").glob("*.py") if not p.name.startswith("_")]
@@ -556,28 +562,18 @@ def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_aga
 
 
 def test_project_source_is_kept_compiled_on_disk_and_an_edit_or_a_corrupt_entry_is_compiled_again(
-    project_with_only, monkeypatch
+    project_with_only, compiled
 ):
     """Each process compiled every spec file it ran; loader._compiled_once keeps the code in
     the cache (cache.CODE) under a digest of the source bytes, so a new process compiles none."""
     project = project_with_only("fbgemm", "x86")  # two spec files importing spec/_common.py; fbgemm uses DEFAULT_OPS
-    from importlib.machinery import SourceFileLoader
-
     from generator.loading import loader
-
-    compiled = []
-    real = SourceFileLoader.source_to_code
-
-    def counting(self, data, path, *args, **kwargs):
-        compiled.append(os.path.basename(path))
-        return real(self, data, path, *args, **kwargs)
 
     def load_in_a_new_process():
         loader._COMPILED.clear()  # what a new process starts with
         compiled.clear()
         return repr(loader.load_modules(project))
 
-    monkeypatch.setattr(SourceFileLoader, "source_to_code", counting)
     first = load_in_a_new_process()
     entries = [entry for entry in cache_entries(project, cache.CODE) if entry.name.startswith("project-")]
     assert len(entries) == len(compiled) > 0
