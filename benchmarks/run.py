@@ -96,7 +96,7 @@ print("imports:", json.dumps([code, sorted(m for m in ("torch", "black", "jinja2
 RENDER_PROBE = """
 import sys
 from generator import cli
-from generator.build import pipeline
+from generator.building import pipeline
 build = pipeline.build
 def recording_build(root, modules, targets, *args, **kwargs):
     print("rendered:", " ".join(sorted(t.name for t in targets)))

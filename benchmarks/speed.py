@@ -28,7 +28,7 @@ real tree during the run changes nothing measured. A warm-up `regenerate
   black`, `import torch` (with backend_config.utils, as the builders need),
   and black alone formatting every generated module's text (what a forced
   regenerate with an empty format cache would pay if black formatted every
-  pattern entry; generator/build/entry_layout.py lays most out without it). A figure
+  pattern entry; generator/building/entry_layout.py lays most out without it). A figure
   cannot go below the floors of what it must do.
 - Scale: a synthetic backend of N patterns (pairs and triples of torch ops,
   one `config(...)` line each, a dtype config shared) is added to a fresh
@@ -339,7 +339,7 @@ def edit_loop_figures(sides: Sides, runs: int, floors: dict[str, str], quick: bo
     progress("an op added to DEFAULT_OPS")
     known = edit(common, DEFAULT_OPS_LINE, f"{DEFAULT_OPS_LINE}    {KNOWN_OP},\n")
     samples = sides.time(runs, "regenerate", prepare=known)
-    # Its new entries are laid out without black (generator/build/entry_layout.py): no black import.
+    # Its new entries are laid out without black (generator/building/entry_layout.py): no black import.
     figures.append(Figure(f"regenerate after adding {KNOWN_OP} to DEFAULT_OPS", samples, 0.5, floors["python"]))
     new = edit(common, DEFAULT_OPS_LINE, f"{DEFAULT_OPS_LINE}    {NEW_OP},\n")
     samples = sides.time(heavy, "regenerate", prepare=new)

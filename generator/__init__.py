@@ -10,12 +10,12 @@ which imports only from the layers before it:
   in a forked child), `heap`, `progress`, `user_code` (running user code);
 - `loading`: spec files -> model, with `dsl`, the vocabulary spec files import;
 - `freshness`: the manifest, and which generated files are out of date;
-- `build`: expansion, validation, rendering, formatting, checks, the matrix;
+- `building`: expansion, validation, rendering, formatting, checks, the matrix;
 - `review`: equality of BackendConfigs, and `diff`;
 - `importer`: an existing builder -> a spec;
 - `commands`: the commands' bodies; `cli`: their arguments, the console and the exit code.
 
 `check`, a no-op `regenerate` and spec loading import no torch, Jinja2 or black:
-the layers below `build` never do, and `build` and above import them inside the
+the layers below `building` never do, and `building` and above import them inside the
 functions that need them. tests/test_layers.py holds both rules against the code.
 """

@@ -44,10 +44,10 @@ FOLDER = Path(".cache") / "generator"  # in a project: the only place its name i
 
 MODELS = "models"  # spec files' loads (loading/model_cache.py), by spec file
 CODE = "code"  # compiled spec and generated code (loading/compiled.py), by file
-TEMPLATES = "templates"  # compiled Jinja2 templates (build/template_cache.py), by template
-CHECKS = "checks"  # texts that passed the static checks (build/check_memo.py), by generated module
-FORMAT = "format"  # black's formatted pieces (build/formatting.py), by output
-TORCH_NAMES = "torch-names"  # what torch names are (build/resolution.py), by torch version
+TEMPLATES = "templates"  # compiled Jinja2 templates (building/template_cache.py), by template
+CHECKS = "checks"  # texts that passed the static checks (building/check_memo.py), by generated module
+FORMAT = "format"  # black's formatted pieces (building/formatting.py), by output
+TORCH_NAMES = "torch-names"  # what torch names are (building/resolution.py), by torch version
 MODULE_NAMES = "module-names"  # spec files' generated module names (freshness/planning.py), by content
 LINT = "lint"  # the spec lint's findings (freshness/planning.py), one entry
 

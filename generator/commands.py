@@ -29,8 +29,8 @@ def lint_findings(root: Path, targets, modules) -> list[str]:
     cached = planning.kept_lint_findings(root, targets) if modules is None else None
     if cached is not None:
         return cached
-    from generator.build import lint
-    from generator.build.expansion import expand_module
+    from generator.building import lint
+    from generator.building.expansion import expand_module
     from generator.loading import loader
 
     # Not pipeline.load: the lint needs neither Jinja2 nor black, and check must not import them.
@@ -108,7 +108,7 @@ def build_with_progress(command: str, root: Path, targets, jobs: int, reuse: boo
     manifest; --force and check --full execute every spec file. `keep`: keep the loads made for
     later runs (regenerate, --force included: it fills the caches).
     """
-    from generator.build import importability, pipeline
+    from generator.building import importability, pipeline
 
     with progress.Progress(command) as shown:
         shown.step(f"loading spec/ to build {len(targets)} file(s)")

@@ -37,20 +37,20 @@ OUTPUT_SHAPING_MODULES = (
     "loading/model_cache.py",  # which loads are reused
     "loading/compiled.py",  # compiled spec code reused between runs
     "cache.py",  # which kept entries a run uses
-    "build/expansion.py",
-    "build/rendering.py",
-    "build/template_cache.py",  # compiled templates reused between runs
+    "building/expansion.py",
+    "building/rendering.py",
+    "building/template_cache.py",  # compiled templates reused between runs
     "spelling.py",
     "loading/spellings.py",  # the spelling of numbers in generated modules
-    "build/formatting.py",
-    "build/entry_layout.py",  # what black is given (black's output should not depend on it; tests say so)
+    "building/formatting.py",
+    "building/entry_layout.py",  # what black is given (black's output should not depend on it; tests say so)
     "digests.py",
-    "build/pipeline.py",  # joins header and body
+    "building/pipeline.py",  # joins header and body
     "files.py",  # encodes the text into the bytes on disk
     "freshness/manifest.py",  # writes generated/manifest.json, and the generated files
 )
 # The support matrix is also shaped by these; the modules are not.
-MATRIX_MODULES = ("build/matrix.py",)
+MATRIX_MODULES = ("building/matrix.py",)
 # Templates under this folder shape documents, not generated modules.
 DOCUMENT_TEMPLATES = "docs"
 # Inputs recorded by version rather than by digest, so that a reason can say "black 24.1 -> 24.2".

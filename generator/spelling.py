@@ -46,7 +46,7 @@ def split_ref(path: str) -> tuple[str, str, bool]:
         # importable("pkg.module.name") in the spec: a module-level name of the user's code.
         module, name = path.rsplit(".", 1)
         return module, name, True
-    raise TemplateRenderError(f"no import is known for {path}; add its module to generator/build/rendering.py")
+    raise TemplateRenderError(f"no import is known for {path}; add its module to generator/building/rendering.py")
 
 
 def ref_source(ref: TorchRef) -> str:
@@ -100,7 +100,7 @@ _MARKER_LINE = re.compile(r"^# generator: format-", re.MULTILINE)
 
 def docstring(text: str) -> str:
     """A docstring literal for spec text, falling back to repr when quoting needs it, or when a line of it
-    would read as a line the formatter cuts a module at (generator/build/formatting.py's markers)."""
+    would read as a line the formatter cuts a module at (generator/building/formatting.py's markers)."""
     if '"""' in text or "\\" in text or text.endswith('"') or _MARKER_LINE.search(text):
         return repr(text)
     return f'"""{text}"""'

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from generator import cache, cli
-from generator.build import pipeline
+from generator.building import pipeline
 from generator.loading import loader
 from generator.model import Backend
 from tests.support.projects import ROOT, fresh_copy, restored_in_place_fixture

@@ -1,4 +1,4 @@
-"""A build renders and checks about half the modules in a forked child (generator/build/pipeline.py): the same
+"""A build renders and checks about half the modules in a forked child (generator/building/pipeline.py): the same
 texts, the same verdicts and the same first error as rendering them one after the other, whichever process
 meets a failure."""
 
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from generator import cache, cli, errors, process
-from generator.build import check_memo, formatting, pipeline
+from generator.building import check_memo, formatting, pipeline
 from generator.freshness import planning
 from tests.support.projects import ROOT
 

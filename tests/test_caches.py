@@ -133,7 +133,7 @@ def test_compiled_templates_serve_the_project_copied_to_another_folder(tmp_path,
     one's code is what compiling it there gives, down to the file name that template errors are located by."""
     import jinja2
 
-    from generator.build import rendering
+    from generator.building import rendering
 
     first = copy_inputs(tmp_path / "first")
     rendering.preload(first / "templates", first)
@@ -173,7 +173,7 @@ def _rendered_with(tmp_path, tag, marked=lambda value: True) -> str:
     given, its compiled templates kept in tmp_path's cache (as the generator keeps them)."""
     import jinja2
 
-    from generator.build.template_cache import TemplateBytecodeCache
+    from generator.building.template_cache import TemplateBytecodeCache
 
     (tmp_path / "templates").mkdir(exist_ok=True)
     (tmp_path / "templates" / "module.py.j2").write_text("{{ 'x' | tag }}{{ 'y' is marked }}")
@@ -543,6 +543,7 @@ def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_aga
     from generator.loading import loader
 
     loader._COMPILED.clear()
+    compiled.clear()  # what making the project's copy compiled
     first = loader.load_modules(project)
     spec_files = [p.name for p in (project / "spec").glob("*.py") if not p.name.startswith("_")]
     assert sorted(compiled) == sorted(["__init__.py", "_common.py", *spec_files])
@@ -619,7 +620,9 @@ def test_the_check_memo_serves_only_the_text_that_passed_and_a_corrupt_entry_is_
 
 def test_the_check_memo_is_keyed_by_the_checks_own_code(tmp_path):
     """A stricter check after an upgrade sees every text again: a pass is kept per version of the checks."""
-    program = "from generator.build import check_memo; print(check_memo.key('x = 1\\n', 'generated/a.py', ['a']).hex())"
+    program = (
+        "from generator.building import check_memo; print(check_memo.key('x = 1\\n', 'generated/a.py', ['a']).hex())"
+    )
 
     def key_with(generator_dir):
         env = dict(os.environ, PYTHONPATH=str(generator_dir.parent))
@@ -631,7 +634,7 @@ def test_the_check_memo_is_keyed_by_the_checks_own_code(tmp_path):
     shutil.copytree(ROOT / "generator", copy, ignore=shutil.ignore_patterns("__pycache__"))
     unchanged = key_with(copy)
     assert unchanged == key_with(ROOT / "generator")
-    for module in ("build/output_check.py", "build/naming.py"):
+    for module in ("building/output_check.py", "building/naming.py"):
         path = copy / module
         original = path.read_text()
         path.write_text(original + "\n# a stricter check\n")
@@ -647,14 +650,14 @@ def test_a_memoised_names_check_is_not_reused_after_the_entries_are_cut_otherwis
     import sys
 
     shutil.copytree(ROOT / "generator", tmp_path / "generator", ignore=shutil.ignore_patterns("__pycache__"))
-    script = "from generator.build import check_memo; print(check_memo.key('text', 'generated/x.py', ['a']).hex())"
+    script = "from generator.building import check_memo; print(check_memo.key('text', 'generated/x.py', ['a']).hex())"
 
     def memo_key() -> str:
         run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True)
         return run.stdout
 
     before = memo_key()
-    formatting_file = tmp_path / "generator" / "build" / "formatting.py"
+    formatting_file = tmp_path / "generator" / "building" / "formatting.py"
     formatting_file.write_text(formatting_file.read_text() + "\n# entries cut otherwise\n")
     assert memo_key() != before
 

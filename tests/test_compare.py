@@ -45,7 +45,7 @@ from torch.ao.quantization.fuser_method_mappings import (
 )
 from torch.ao.quantization.utils import MatchAllNode
 
-from generator.build.torch_names import describe_pattern
+from generator.building.torch_names import describe_pattern
 from generator.review import callables, equality, sides
 from generator.review.callables import callables_match
 from generator.review.changes import diff_backend_configs

@@ -1,5 +1,5 @@
 """black confirms rather than reformats: pattern entries are laid out as black will lay them out
-(generator/build/entry_layout.py) and the templates render black's style, and neither changes what black writes,
+(generator/building/entry_layout.py) and the templates render black's style, and neither changes what black writes,
 whatever a spec spells (a string argument is written as the spec spells it)."""
 
 import itertools
@@ -7,7 +7,7 @@ import itertools
 import black
 import pytest
 
-from generator.build import entry_layout, formatting, output_check, pipeline, rendering
+from generator.building import entry_layout, formatting, output_check, pipeline, rendering
 from tests.support import random_entries
 from tests.support.projects import ROOT
 

@@ -8,7 +8,7 @@ import black
 import pytest
 
 from generator import cache, cli
-from generator.build import check_memo, formatting, pipeline, rendering, resolution
+from generator.building import check_memo, formatting, pipeline, rendering, resolution
 from generator.freshness import planning
 from tests.support.builders import GENERATED_MODULES
 from tests.support.projects import ROOT, at_one_path_fixture
@@ -217,7 +217,7 @@ def test_the_format_cache_is_keyed_by_entry_layout_too(tmp_path, monkeypatch):
     rewrote `"x', 'y"` as `"x", "y"`, which the cache's check of the code cannot tell apart) must not be reused."""
     from pathlib import Path
 
-    from generator.build import entry_layout, formatting
+    from generator.building import entry_layout, formatting
 
     before = formatting._style_key()
     changed = tmp_path / "entry_layout.py"
@@ -256,7 +256,7 @@ MODULE = Module(
 
 def _black_of_whole_module(project, name):
     """black's output for the module as rendered, whole, without the generator's markers and header."""
-    from generator.build import formatting, pipeline, rendering
+    from generator.building import formatting, pipeline, rendering
 
     (module,) = [m for m in pipeline.load(project, validate=False) if f"get_{name}_backend_config" in str(m)]
     rendered = rendering.render_module(module, project / "templates")

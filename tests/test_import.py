@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from generator import cli
-from generator.build.resolution import load_object
+from generator.building.resolution import load_object
 from generator.loading import loader
 from generator.model import TorchRef
 from generator.review.equality import compare_backend_configs
@@ -461,7 +461,7 @@ def test_import_force_refuses_to_drop_the_other_backends_of_a_spec_file(fresh_pr
 def spec_patterns(project, name):
     """The patterns spec/<name>.py expands to, dtype configs by content (the expansion
     names fixed-qparams copies itself), in builder order."""
-    from generator.build.expansion import expand_module
+    from generator.building.expansion import expand_module
     from generator.importer.compaction import _canonical
 
     (module,) = [m for m in loader.load_modules(project) if m.spec_file == f"spec/{name}.py"]

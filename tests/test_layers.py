@@ -14,7 +14,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "generator"
 
-LAYERS = ("base", "loading", "freshness", "build", "review", "importer", "commands", "cli")
+LAYERS = ("base", "loading", "freshness", "building", "review", "importer", "commands", "cli")
 # Top-level modules, by layer; a module of a subpackage is in the layer its subpackage names.
 TOP_LEVEL = {
     "errors": "base", "model": "base", "spelling": "base", "digests": "base", "files": "base",
@@ -24,7 +24,7 @@ TOP_LEVEL = {
     "commands": "commands",
     "cli": "cli", "__main__": "cli",
 }  # fmt: skip
-SUBPACKAGES = ("loading", "freshness", "build", "review", "importer")
+SUBPACKAGES = ("loading", "freshness", "building", "review", "importer")
 # Imported by `python -m generator check` and a no-op regenerate before any command decides it needs them.
 HEAVY = ("torch", "jinja2", "black")
 MAX_LINES = 600
@@ -91,8 +91,8 @@ def test_a_module_imports_only_from_its_own_layer_and_those_below(module):
 
 def test_no_import_cycle_among_the_generator_s_modules():
     graph = {name: {i for i, _, _ in imports(name) if i in MODULES and i != name} for name in MODULES}
-    # A package imports nothing (its __init__ is a docstring): an import of `generator.build.x` is not one of
-    # `generator.build`, so packages take no part in cycles.
+    # A package imports nothing (its __init__ is a docstring): an import of `generator.building.x` is not one of
+    # `generator.building`, so packages take no part in cycles.
     state: dict[str, int] = {}
     cycles = []
 
@@ -187,8 +187,8 @@ def test_the_import_graph_is_read_from_the_code():
     the CLI reaches planning at import, the pipeline the loader, and a module-level torch import (the
     comparator's) is seen as one, while a function's import of black is not."""
     assert "generator.freshness.planning" in reached_at_import("generator.cli")
-    assert "generator.loading.loader" in reached_at_import("generator.build.pipeline")
+    assert "generator.loading.loader" in reached_at_import("generator.building.pipeline")
     assert "torch" in reached_at_import("generator.review.equality")
-    formatting = imports("generator.build.formatting")
+    formatting = imports("generator.building.formatting")
     assert ("black", False) in {(name, top) for name, _, top in formatting}
-    assert "black" not in reached_at_import("generator.build.formatting")
+    assert "black" not in reached_at_import("generator.building.formatting")

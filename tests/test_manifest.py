@@ -9,7 +9,7 @@ import json
 import re
 
 from generator import cli
-from generator.build import pipeline
+from generator.building import pipeline
 from generator.freshness import planning
 from generator.spelling import python_source
 from tests.support.projects import at_one_path_fixture, commit_all, git

@@ -8,7 +8,7 @@ import torch
 from torch.ao.quantization.backend_config import DTypeConfig
 
 from generator import cli
-from generator.build.torch_names import describe_pattern
+from generator.building.torch_names import describe_pattern
 from generator.model import Backend
 from generator.spelling import evaluate
 from tests.support.builders import BUILDERS

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from generator import cli
-from generator.build import pipeline
+from generator.building import pipeline
 from tests.support.projects import ROOT, at_one_path_fixture, fresh_copy
 from tests.support.shared_builds import worker_copy
 
@@ -91,11 +91,11 @@ def test_check_full_finds_content_the_generator_would_not_make(one_path_project,
 # freed memory to the system, and plain_values, which only refuses a spec value of a subclass
 # of a built-in type.
 CANNOT_SHAPE_OUTPUT = {
-    "errors", "build.resolution", "process", "build.method_names", "build.naming", "build.output_check",
-    "build.check_memo", "user_code", "heap", "loading.plain_values",
+    "errors", "building.resolution", "process", "building.method_names", "building.naming", "building.output_check",
+    "building.check_memo", "user_code", "heap", "loading.plain_values",
 }
 # The support matrix's own stage shapes the matrix only.
-MATRIX_ONLY = {"build.matrix"}
+MATRIX_ONLY = {"building.matrix"}
 
 
 def small_project(destination: Path) -> tuple[Path, dict]:
@@ -143,7 +143,7 @@ def test_editing_any_output_shaping_generator_module_makes_check_fail(small):
                           stderr=subprocess.PIPE, text=True) as runner:  # fmt: skip
         # Every generator module a regenerate imports: the candidates for shaping output.
         modules = [m for m in json.loads(runner.stdout.readline()) if m not in CANNOT_SHAPE_OUTPUT]
-        assert {"build.pipeline", "build.rendering", "build.expansion", "build.formatting"} <= set(modules)
+        assert {"building.pipeline", "building.rendering", "building.expansion", "building.formatting"} <= set(modules)
         out, err = runner.communicate(json.dumps(modules) + "\n")
     assert runner.returncode == 0, err
     results = json.loads(out)
@@ -164,7 +164,7 @@ def test_a_real_change_to_the_generator_changes_output_and_check_sees_it(small):
     check: one after another in one fresh interpreter importing the copy's generator
     (tests/support/commands_in_one_interpreter.py)."""
     project, env = small
-    formatting = project / "generator" / "build" / "formatting.py"
+    formatting = project / "generator" / "building" / "formatting.py"
     assert "black.Mode()" in formatting.read_text()
     formatting.write_text(formatting.read_text().replace("black.Mode()", "black.Mode(line_length=60)"))
     module = next(p for p in (project / "generated").glob("*.py") if p.name != "__init__.py")

@@ -18,7 +18,7 @@ from torch.ao.quantization.fuser_method_mappings import (
 )
 from torch.ao.quantization.utils import MatchAllNode
 
-from generator.build.torch_names import describe_pattern, public_path, short_name
+from generator.building.torch_names import describe_pattern, public_path, short_name
 
 
 def test_torch_builtin_is_named_by_its_public_path() -> None:

@@ -1,9 +1,9 @@
-"""The refs walk (generator/build/expansion.py torch_refs) finds every torch name a module uses, where it is
+"""The refs walk (generator/building/expansion.py torch_refs) finds every torch name a module uses, where it is
 first used, walking each shared value once: importability reports each package's first use, and rendering
 imports what the refs name."""
 
-from generator.build import pipeline
-from generator.build.expansion import torch_refs
+from generator.building import pipeline
+from generator.building.expansion import torch_refs
 from generator.model import TorchRef
 from tests.support.projects import ROOT
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from generator import cli
-from generator.build import resolution
+from generator.building import resolution
 from generator.freshness import planning
 from generator.loading import loader
 from tests.support.builders import discover

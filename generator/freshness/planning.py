@@ -250,5 +250,5 @@ def keep_lint_findings(root: Path, targets: list[Target], findings: list[str]) -
 
 
 def _lint_key(targets: list[Target]) -> bytes:
-    lint_code = (Path(__file__).parent.parent / "build" / "lint.py").read_bytes()
+    lint_code = (Path(__file__).parent.parent / "building" / "lint.py").read_bytes()
     return cache.key(cache.LINT, lint_code, *(t.inputs for t in targets))

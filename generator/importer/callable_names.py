@@ -99,7 +99,7 @@ class _Templates:
     """The project's function templates, tried with candidate parameters."""
 
     def __init__(self, templates_dir: Path):
-        from generator.build.rendering import make_environment
+        from generator.building.rendering import make_environment
 
         self.env = make_environment(templates_dir)
         self.compiled: dict[str, object] = {}
@@ -108,7 +108,7 @@ class _Templates:
         self.names = sorted(p.name.removesuffix(".py.j2") for p in folder.glob("*.py.j2"))
 
     def parameters(self, template: str) -> list[str]:
-        from generator.build.rendering import template_parameters
+        from generator.building.rendering import template_parameters
 
         return sorted(template_parameters(self.env, template) - {"name"})
 
@@ -151,7 +151,7 @@ class _Templates:
     def _render(self, candidate) -> str:
         # Each candidate is rendered for its signature, its code and its similarity: once is enough.
         if candidate not in self.rendered:
-            from generator.build.rendering import render_function
+            from generator.building.rendering import render_function
 
             template, params = candidate
             self.rendered[candidate] = render_function(self.env, model.FunctionDef("_candidate", template, params))
@@ -160,7 +160,7 @@ class _Templates:
     def _function(self, candidate):
         text = self._render(candidate)
         if text not in self.compiled:
-            from generator.build.expansion import torch_refs
+            from generator.building.expansion import torch_refs
             from generator.spelling import import_lines
 
             namespace: dict = {}

@@ -107,7 +107,7 @@ def load_common(root: Path):
 def _expand(function, arguments) -> tuple[model.PatternConfig, ...] | None:
     """What torch builds from a group call: derived fixed-qparams configs, deduplicated; None if
     the call fails or builds nothing."""
-    from generator.build.expansion import expand_backend
+    from generator.building.expansion import expand_backend
 
     positional = [_argument(v) for k, v in arguments if k is None]
     keywords = {k: _argument(v) for k, v in arguments if k is not None}
@@ -215,7 +215,7 @@ def _overriding(config: model.PatternConfig, built: model.PatternConfig, functio
 
 def _builds(entries: list, canonical: tuple) -> bool:
     """Whether the entries, run through the DSL and the expansion, give exactly these patterns."""
-    from generator.build.expansion import expand_backend
+    from generator.building.expansion import expand_backend
 
     configs = []
     for entry in entries:

@@ -135,7 +135,7 @@ def _makes(factory: types.CodeType, made: types.CodeType) -> bool:
 
 def build(call: model.Call):
     """The object `call` stands for: its factory imported and called with its arguments."""
-    from generator.build.resolution import load_object
+    from generator.building.resolution import load_object
 
     function = load_object(call.function)
     return function(*(_value(a) for a in call.args), **{k: _value(v) for k, v in call.keywords})
@@ -143,7 +143,7 @@ def build(call: model.Call):
 
 def _value(argument):
     if isinstance(argument, model.TorchRef):
-        from generator.build.resolution import load_object
+        from generator.building.resolution import load_object
 
         return load_object(argument)
     if isinstance(argument, model.Call):

@@ -30,7 +30,7 @@ def path_ref(value, label: str, field: str) -> model.TorchRef:
 
 def object_path(value) -> str | None:
     """The dotted path a spec can name `value` by: its public torch name, else where it is defined."""
-    from generator.build.torch_names import public_path
+    from generator.building.torch_names import public_path
 
     path = public_path(value)
     if path is not None:

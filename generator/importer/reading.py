@@ -197,7 +197,7 @@ def _pattern_config(config, dtypes: DTypeNamer, callables: CallableNamer) -> mod
 
 
 def _describe(config) -> str:
-    from generator.build.torch_names import describe_pattern
+    from generator.building.torch_names import describe_pattern
 
     pattern = config.pattern if config.pattern is not None else config._pattern_complex_format
     return describe_pattern(pattern)

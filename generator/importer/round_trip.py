@@ -38,8 +38,8 @@ def spec_already_builds(root: Path, module: ModuleSpec | None, backend_config) -
     """Whether a backend of `module` builds exactly `backend_config` (by the comparator)."""
     if module is None:
         return False
-    from generator.build.expansion import expand_module
-    from generator.build.rendering import render_module
+    from generator.building.expansion import expand_module
+    from generator.building.rendering import render_module
 
     try:
         text = render_module(expand_module(module), root / "templates")
@@ -133,7 +133,7 @@ def recover(spec, module: ModuleSpec | None):
 
 def _generated_order(module: ModuleSpec) -> list[str]:
     """The dtype configs' names in the order the generated module defines them."""
-    from generator.build.expansion import expand_module
+    from generator.building.expansion import expand_module
 
     try:
         return [dc.name for dc in expand_module(module).dtype_configs]
@@ -171,7 +171,7 @@ def _content_key(dtype_config: model.DTypeConfig) -> tuple:
 def _resolved(ref):
     if ref is None:
         return None
-    from generator.build.resolution import load_object
+    from generator.building.resolution import load_object
     from generator.importer.object_paths import object_path
 
     try:

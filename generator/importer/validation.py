@@ -22,9 +22,9 @@ from generator.errors import GeneratorError, ImportedSpecRefusedError
 
 def refuse_what_regenerate_refuses(root: Path, path: Path, text: str) -> None:
     """Raise ImportedSpecRefusedError unless regenerate would accept spec `path` with this text."""
-    from generator.build import importability, resolution
-    from generator.build.expansion import expand_module
-    from generator.build.rendering import render_module
+    from generator.building import importability, resolution
+    from generator.building.expansion import expand_module
+    from generator.building.rendering import render_module
     from generator.importer import reading
     from generator.loading import loader
 

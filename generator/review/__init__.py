@@ -21,5 +21,5 @@ Modules, each importing only those above it in this list:
 `identity`, `callables`, `equality`, `changes` and `divergence` import torch; `sides` and `diff`
 import it only inside the functions that build configs; `results` and `formats` never do.
 
-May import: the base modules, `generator.loading`, `generator.freshness` and `generator.build`.
+May import: the base modules, `generator.loading`, `generator.freshness` and `generator.building`.
 """

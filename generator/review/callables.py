@@ -37,7 +37,7 @@ from torch.ao.quantization.backend_config.utils import (
 )
 from torch.ao.quantization.utils import MatchAllNode
 
-from generator.build.torch_names import describe_pattern, short_name
+from generator.building.torch_names import describe_pattern, short_name
 from generator.review.identity import pattern_key, same
 
 

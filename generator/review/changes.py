@@ -24,7 +24,7 @@ from torch.ao.quantization.backend_config import (
     DTypeWithConstraints,
 )
 
-from generator.build.torch_names import short_name
+from generator.building.torch_names import short_name
 from generator.model import DTYPE_SIDES
 from generator.review.equality import (
     CALLABLE_FIELDS,

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from generator import user_code
-from generator.build.expansion import Declaration
+from generator.building.expansion import Declaration
 from generator.errors import GeneratedModuleError, ReferenceBuilderError
 from generator.model import Backend
 from generator.review.results import BackendDiff, DeclaredChange

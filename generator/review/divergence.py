@@ -19,8 +19,8 @@ from pathlib import Path
 from torch.ao.quantization.backend_config import BackendConfig, BackendPatternConfig, DTypeConfig
 
 from generator import user_code
-from generator.build import resolution
-from generator.build.expansion import Declaration
+from generator.building import resolution
+from generator.building.expansion import Declaration
 from generator.errors import ReferenceBuilderError
 from generator.model import Pattern, TorchRef
 from generator.review import equality

@@ -23,7 +23,7 @@ from torch.ao.quantization.backend_config import (
     DTypeWithConstraints,
 )
 
-from generator.build.torch_names import describe_pattern, short_name
+from generator.building.torch_names import describe_pattern, short_name
 from generator.model import DTYPE_SIDES
 from generator.review.callables import callables_match
 from generator.review.identity import CONSTRAINT_FIELDS, DTYPE_CONFIG_FIELDS, configs_by_key, pattern_key, same

@@ -29,7 +29,7 @@ from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 
 from generator import digests, process, user_code
-from generator.build.expansion import Declaration, expand_backend
+from generator.building.expansion import Declaration, expand_backend
 from generator.errors import (
     GeneratedModuleError,
     GeneratorError,
@@ -465,13 +465,13 @@ def spec_locations(
     A spec the current generator cannot load (an old revision's) gives none: the
     diff then names patterns without their spec lines.
     """
-    from generator.build import naming
-    from generator.build.expansion import check_dtype_config_declarations, expand_module
+    from generator.building import naming
+    from generator.building.expansion import check_dtype_config_declarations, expand_module
     from generator.spelling import python_source
 
     try:
         if loaded is None:
-            from generator.build import pipeline
+            from generator.building import pipeline
 
             modules = pipeline.load(root, validate=False, reuse=reuse, cache_of=cache_of)
         else:  # what pipeline.load does after loading (without importing Jinja2 and black)

@@ -16,8 +16,8 @@ import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from generator.build import pipeline, resolution
-from generator.build.expansion import Declaration, ExpandedBackend
+from generator.building import pipeline, resolution
+from generator.building.expansion import Declaration, ExpandedBackend
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

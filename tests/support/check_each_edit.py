@@ -15,7 +15,7 @@ the last from a `check` after every edit was undone.
 
 import sys
 
-import generator.build.pipeline  # noqa: F401 - first, so that sys.modules holds what a regenerate imports
+import generator.building.pipeline  # noqa: F401 - first, so that sys.modules holds what a regenerate imports
 
 # Modules, not packages: a package's __init__.py holds only its docstring.
 PIPELINE_MODULES = sorted(
@@ -47,7 +47,7 @@ def check_after_editing(project: Path, module: str) -> tuple[int, str]:
 
 def main() -> None:
     project = Path.cwd()
-    in_the_copy = Path(generator.build.pipeline.__file__).parent == project / "generator" / "build"
+    in_the_copy = Path(generator.building.pipeline.__file__).parent == project / "generator" / "building"
     assert in_the_copy, "run with PYTHONPATH=the copy"
     print(json.dumps(PIPELINE_MODULES), flush=True)
     modules = json.loads(sys.stdin.readline())

@@ -96,7 +96,7 @@ def with_session_caches(project: Path) -> Path:
 
 def warm(project: Path) -> None:
     """Validate and format the committed spec, in this process where torch is imported anyway."""
-    from generator.build import pipeline
+    from generator.building import pipeline
     from generator.freshness import planning
 
     copy_inputs(project)

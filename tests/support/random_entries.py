@@ -1,7 +1,7 @@
 """Pattern entries drawn at random from the shapes the builder template renders, with the values a spec
 may hold, spelt the ways a spec or `repr` may spell them, at lengths around black's line length.
 
-Used to test that generator/build/entry_layout.py lays an entry out exactly as black does, or not at all
+Used to test that generator/building/entry_layout.py lays an entry out exactly as black does, or not at all
 (tests/test_entry_layout.py); `python -m tests.support.random_entries N` runs N of them.
 """
 
@@ -137,7 +137,7 @@ def check(count: int, seed: int = 0) -> tuple[int, int, list[str]]:
     """(entries, entries laid out, entries whose layout is not black's) for `count` random entries."""
     import black
 
-    from generator.build import entry_layout, formatting
+    from generator.building import entry_layout, formatting
 
     source = Entries(seed)
     entries = [source.entry() for _ in range(count)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.build.expansion import Declaration, ExpandedBackend, ExpandedModule
+from generator.building.expansion import Declaration, ExpandedBackend, ExpandedModule
 from generator.model import DTypeConfig, DTypeWithConstraints, PatternConfig
 from generator.spelling import bound_source, python_source
 

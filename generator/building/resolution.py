@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from generator import cache, digests, process, user_code
-from generator.build import method_names
+from generator.building import method_names
 from generator.errors import (
     GeneratorError,
     SpecFieldError,
@@ -304,7 +304,7 @@ def _facts_from_torch(refs: dict[str, TorchRef]) -> dict[str, dict]:
         warnings.simplefilter("ignore")
         import torch
 
-    from generator.build import torch_names
+    from generator.building import torch_names
 
     facts = {}
     for path, ref in refs.items():  # in the spec's order: a missing name is reported at its first use

@@ -4,7 +4,7 @@ A pattern entry rendered by the builder template (one call per line, the comma
 on a line of its own) is never black's layout. `laid_out` gives black's layout
 of an entry for the shapes the template renders, or None when it cannot be sure:
 then black formats the entry. A layout it gives is written as it is, without
-black (generator/build/formatting.py), so it must be black's output byte for byte:
+black (generator/building/formatting.py), so it must be black's output byte for byte:
 
 - Line breaks and indentation follow black's rules for these shapes (one line
   when it fits; a chain of two or more calls split before each `.method`; a

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from generator import cache
-from generator.build.entry_layout import laid_out
+from generator.building.entry_layout import laid_out
 from generator.errors import FormattingError
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ def _style_key() -> str:
     how pieces are cut and wrapped are written here) and entry_layout (its layout of an entry is taken
     for black's: a piece laid out by an older version must not outlive it). Read without importing
     black: a regenerate that finds every piece in the cache never loads it."""
-    from generator.build import entry_layout
+    from generator.building import entry_layout
     from generator.digests import installed_version
 
     files = "\0".join(hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in (__file__, entry_layout.__file__))

@@ -3,7 +3,7 @@
 torch matches a string pattern element against `call_method` nodes, so a misspelt
 one (`"veiw"`) is a pattern that can never match. Like every other name, a method
 name must exist, here as an attribute of `torch.Tensor`; what is known is cached with
-the other torch facts (`generator.build.resolution`), per torch version.
+the other torch facts (`generator.building.resolution`), per torch version.
 
 torch 2.13's own builders register three method names that no Tensor method has
 ("hardsigmoid", "hardsigmoid_", "leaky_relu"); a spec that reproduces them must be

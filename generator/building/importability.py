@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from generator.build.expansion import ExpandedModule, torch_refs
+from generator.building.expansion import ExpandedModule, torch_refs
 from generator.errors import NotImportableError
 
 

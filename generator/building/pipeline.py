@@ -13,12 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from generator import digests, process
-from generator.build import check_memo, formatting, naming, rendering, resolution
-from generator.build.expansion import ExpandedModule, check_dtype_config_declarations, expand_module
-from generator.build.formatting import Formatter
-from generator.build.matrix import support_matrix
-from generator.build.output_check import check_module
-from generator.build.rendering import render_matrix, render_module
+from generator.building import check_memo, formatting, naming, rendering, resolution
+from generator.building.expansion import ExpandedModule, check_dtype_config_declarations, expand_module
+from generator.building.formatting import Formatter
+from generator.building.matrix import support_matrix
+from generator.building.output_check import check_module
+from generator.building.rendering import render_matrix, render_module
 from generator.errors import GeneratorError
 from generator.freshness.planning import Target
 from generator.loading import loader
@@ -206,7 +206,7 @@ def _rendered_and_checked_there(root: Path, modules: list[ExpandedModule]) -> tu
 def _passes_checks(root: Path, name: str, module: ExpandedModule, text: str) -> bool:
     digest = check_memo.key(text, module.spec.output, naming.chosen_names(module))
     if check_memo.passed(root, name, digest):
-        return True  # this very text passed both checks with these names (see generator/build/check_memo.py)
+        return True  # this very text passed both checks with these names (see generator/building/check_memo.py)
     entry_lines = sum(len(b.backend.configs) + 1 for b in module.backends if b.backend.configs)
     try:
         # Silent: compile() warns of the text (`x is 1`) only on a cache miss, and part of the modules

@@ -16,10 +16,10 @@ from pathlib import Path
 import jinja2
 import jinja2.meta
 
-from generator.build.expansion import ExpandedModule, torch_refs
-from generator.build.formatting import BLOCK_MARKER, ENTRY_MARKER
-from generator.build.matrix import SupportMatrix
-from generator.build.template_cache import TemplateBytecodeCache
+from generator.building.expansion import ExpandedModule, torch_refs
+from generator.building.formatting import BLOCK_MARKER, ENTRY_MARKER
+from generator.building.matrix import SupportMatrix
+from generator.building.template_cache import TemplateBytecodeCache
 from generator.errors import SpecFieldError, TemplateRenderError
 from generator.model import (
     DEFAULT_OBSERVATION_TYPE,

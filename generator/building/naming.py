@@ -19,8 +19,8 @@ import contextlib
 from pathlib import Path
 
 from generator import digests
-from generator.build.expansion import ExpandedModule
-from generator.build.output_check import module_bindings
+from generator.building.expansion import ExpandedModule
+from generator.building.output_check import module_bindings
 from generator.errors import NameClashError
 from generator.freshness import manifest, planning
 from generator.loading.locations import at_argument, set_project_root

@@ -181,7 +181,7 @@ def _check_builder_names(module: ExpandedModule) -> None:
     """A builder that shares a name with another spec definition silently replaces it in the module.
 
     Names the rendered module imports or the templates define are checked on the
-    rendered text itself (generator/build/naming.py), so no list here can drift from them.
+    rendered text itself (generator/building/naming.py), so no list here can drift from them.
     """
     defined: dict[str, str] = {}
     for kind, values in (("dtype config", module.dtype_configs), ("DTypeWithConstraints", module.constraints),

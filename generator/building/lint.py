@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.build.expansion import ExpandedModule
+from generator.building.expansion import ExpandedModule
 from generator.model import SourceLocation
 from generator.spelling import python_source
 
