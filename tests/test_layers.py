@@ -8,6 +8,9 @@ layer and from the layers below it; never from one above.
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,6 +61,8 @@ def imports(module: str, *, top_level_only: bool = False) -> list[tuple[str, int
             inner = at_top and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
             if isinstance(child, ast.Import):
                 found.extend((alias.name, child.lineno, at_top) for alias in child.names)
+            elif isinstance(child, ast.Call) and dynamic_import(child):
+                found.append((dynamic_import(child), child.lineno, at_top))
             elif isinstance(child, ast.ImportFrom):
                 assert not child.level, f"{module}:{child.lineno}: a relative import; the package imports absolutely"
                 base = child.module
@@ -71,6 +76,17 @@ def imports(module: str, *, top_level_only: bool = False) -> list[tuple[str, int
 
 
 PACKAGES = {name for name, path in MODULES.items() if path.name == "__init__.py"}
+
+
+def dynamic_import(call: ast.Call) -> str | None:
+    """The module `importlib.import_module("x")` or `__import__("x")` names, when it is a literal."""
+    function = call.func
+    named = (isinstance(function, ast.Name) and function.id in ("__import__", "import_module")) or (
+        isinstance(function, ast.Attribute) and function.attr == "import_module"
+    )
+    if named and call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+        return call.args[0].value
+    return None
 
 
 def test_every_module_of_the_generator_has_a_layer():
@@ -119,10 +135,23 @@ def test_a_package_s_init_says_what_it_owns_and_holds_no_code():
 
 
 def private_uses(module: str) -> list[str]:
-    """`from generator.x import _y` and `x._y` where x is a generator module bound by an import."""
+    """Another generator module's private names, however this one reaches them: `from generator.x import _y`,
+    `x._y` where x is bound to a generator module (by an import, an alias or an assignment of one),
+    `generator.x._y` in full, and `getattr(x, "_y")`."""
     tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
-    bound = {}
+    bound: dict[str, str] = {}
     uses = []
+
+    def module_of(node) -> str | None:
+        """The generator module an expression stands for: a bound name, or a dotted path from `generator`."""
+        if isinstance(node, ast.Name):
+            return bound.get(node.id)
+        if isinstance(node, ast.Attribute):
+            parent = module_of(node.value)
+            dotted = f"{parent}.{node.attr}" if parent else None
+            return dotted if dotted in MODULES else None
+        return None
+
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("generator"):
             for alias in node.names:
@@ -133,17 +162,29 @@ def private_uses(module: str) -> list[str]:
                     uses.append(f"line {node.lineno}: from {node.module} import {alias.name}")
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.startswith("generator") and alias.asname:
-                    bound[alias.asname] = alias.name
+                if alias.name.startswith("generator"):
+                    bound[alias.asname or "generator"] = alias.name if alias.asname else "generator"
+    for _ in range(2):  # an assignment of a bound module, then one of that name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and (target := module_of(node.value)):
+                bound.update({name.id: target for name in node.targets if isinstance(name, ast.Name)})
     for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id in bound
-            and node.attr.startswith("_")
-            and not node.attr.startswith("__")
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            owner = module_of(node.value)
+            if owner and owner != module:
+                uses.append(f"line {node.lineno}: {owner}.{node.attr}")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+            and (owner := module_of(node.args[0]))
+            and owner != module
+            and isinstance(node.args[1], ast.Constant)
+            and str(node.args[1].value).startswith("_")
+            and not str(node.args[1].value).startswith("__")
         ):
-            uses.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+            uses.append(f"line {node.lineno}: getattr({owner}, {node.args[1].value!r})")
     return uses
 
 
@@ -192,3 +233,23 @@ def test_the_import_graph_is_read_from_the_code():
     formatting = imports("generator.building.formatting")
     assert ("black", False) in {(name, top) for name, _, top in formatting}
     assert "black" not in reached_at_import("generator.building.formatting")
+
+
+NO_OP_PROBE = """
+import sys
+from generator import cli, dsl  # noqa: F401  -- what python -m generator and a spec file import
+from generator.loading import loader  # noqa: F401
+code = cli.main(["--root", sys.argv[1], "regenerate"])
+heavy = sorted({m.partition(".")[0] for m in sys.modules} & {"torch", "jinja2", "black"})
+print("exit", code, "imported", heavy)
+"""
+
+
+def test_a_no_op_regenerate_in_a_fresh_interpreter_imports_no_torch_jinja2_or_black(fresh_project):
+    """What the reading above cannot see (an import made by a call at import time, a module's __getattr__), the
+    interpreter does: a fresh one that imports the CLI, the spec vocabulary and the loader, then runs a
+    regenerate with nothing to do, has none of the three in sys.modules. (check: tests/test_commands.py.)"""
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE.parent))
+    done = subprocess.run([sys.executable, "-c", NO_OP_PROBE, str(fresh_project)], env=env, capture_output=True,
+                          text=True, cwd=fresh_project)  # fmt: skip
+    assert done.stdout.splitlines()[-1:] == ["exit 0 imported []"], done.stderr

@@ -19,7 +19,8 @@ black is most of the cost of a regenerate, so it formats only what is new:
   unchanged spec formats nothing.
 
 A test checks that every generated module is black-stable as a whole, and that
-a corrupt or forged cache cannot change what is written (see FormatCache).
+a corrupt cache, or a piece forged to other code, cannot change what is written
+(see FormatCache; a piece forged to differ only in what `_code` ignores can).
 """
 
 from __future__ import annotations
