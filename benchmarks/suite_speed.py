@@ -4,10 +4,9 @@ Usage: `python benchmarks/suite_speed.py [--rounds N] [PYTEST_ARGS ...]`.
 
 Issue 20 asks for `python -m pytest` (both cores) in 2 minutes or less, where the
 suite of its day (commit BASELINE, 743 tests) took 155 s on an idle machine. A
-wall time alone cannot say whether that holds: the same tree took 155 s on the
-morning the target was set and 4 min 40 s on the evening of 2026-11-24, on a
-machine whose `import torch` had gone from 1.4 s to 2.5 s. So both suites run here,
-one after the other, on the same machine and interpreter:
+wall time alone cannot say whether that holds: the same tree's time moves by a
+factor of two with the host (and its `import torch` with it). So both suites run
+here, one after the other, on the same machine and interpreter:
 
 - The baseline is a clone of this repository (`git clone --shared`, which changes
   nothing here) checked out at BASELINE, run with its own generator on its path;
