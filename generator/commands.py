@@ -332,7 +332,7 @@ def cmd_import(args, console) -> int:
             shown.step("checking the spec regenerates")
             _refuse_a_taken_backend_name(root, path, spec.backend)
             text = spec_writer.spec_source(spec)
-            validation.refuse_what_regenerate_refuses(root, path, text)
+            validation.refuse_unless_proven_equal(root, path, text, spec.backend, backend_config, args.target)
     if unchanged:
         console.say(f"{'unchanged':9} {path.relative_to(root)}: it already builds exactly what {args.target} returns")
         console.say(f"next: {FIX_COMMAND}")

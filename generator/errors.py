@@ -118,6 +118,10 @@ class UnspellableBoundError(GeneratorError):
     """`import` met a DTypeWithConstraints bound a spec cannot write: not a finite number."""
 
 
+class UnusableDTypeConfigsError(GeneratorError):
+    """`import` met a pattern config whose dtype_configs is not a list of DTypeConfigs (torch stores it as given)."""
+
+
 class UnnamedBackendConfigError(GeneratorError):
     """The builder named by `import` returned a BackendConfig with torch's default empty name."""
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import operator
 import re
+import sys
+import types
 
 from generator.errors import TemplateRenderError
 from generator.model import Call, DTypeConfig, DTypeWithConstraints, FunctionDef, TorchRef
@@ -43,10 +45,44 @@ def split_ref(path: str) -> tuple[str, str, bool]:
         if path.startswith(module + "."):
             return module, path[len(module) + 1 :], module in FROM_IMPORT_MODULES
     if "." in path and not path.startswith("torch."):
-        # importable("pkg.module.name") in the spec: a module-level name of the user's code.
-        module, name = path.rsplit(".", 1)
-        return module, name, True
+        # importable("pkg.module.name") in the spec: a module-level name of the user's code, or an
+        # attribute of one (`pkg.module.Class.method`: `from pkg.module import Class`).
+        module = user_module(path)
+        return module, path[len(module) + 1 :], True
     raise TemplateRenderError(f"no import is known for {path}; add its module to generator/building/rendering.py")
+
+
+def user_module(path: str) -> str:
+    """The module of a user's dotted name: its longest prefix that is a module, found as `import` would
+    find it but without running any of it; all but the last part when none is found."""
+    parts = path.split(".")
+    count, locations = 0, None
+    for index in range(len(parts) - 1):  # the last part is a name in a module, never the module
+        name = ".".join(parts[: index + 1])
+        module = sys.modules.get(name)
+        if isinstance(module, types.ModuleType):  # imported already (os.path too, which is no file of os)
+            count, locations = index + 1, getattr(module, "__path__", None)
+            continue
+        if index > 0 and locations is None:
+            break  # a module that is no package has no submodules to find
+        spec = _find_spec(name, None if index == 0 else list(locations))
+        if spec is None:
+            break
+        count, locations = index + 1, spec.submodule_search_locations
+    return ".".join(parts[:count]) if count else path.rsplit(".", 1)[0]
+
+
+def _find_spec(name: str, locations: list[str] | None):
+    """The module spec the import system's finders give `name`, without importing its parents."""
+    for finder in sys.meta_path:
+        find_spec = getattr(finder, "find_spec", None)
+        try:
+            spec = find_spec(name, locations) if find_spec is not None else None
+        except (ImportError, ValueError, AttributeError, TypeError):
+            spec = None
+        if spec is not None:
+            return spec
+    return None
 
 
 def ref_source(ref: TorchRef) -> str:

@@ -4,8 +4,10 @@ An object a BackendConfig holds (a module class, a fuser, a dtype, a callable in
 is named in the spec by a path a generated module can import: its public torch name
 (`build.torch_names.public_path`), else the module and qualified name it is defined
 under, else (an object that has no qualified name) the module-level global it is bound
-to. `__main__` and torch's own builder modules are never such a module. What has no
-path is refused with the pattern and field it was found in.
+to. A bound method (a classmethod, a method of a module-level instance) is named by its
+owner's path and its name: that path gives an equal bound method, not the same object.
+`__main__` and torch's own builder modules are never such a module. What has no path is
+refused with the pattern and field it was found in.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ def object_path(value) -> str | None:
     path = public_path(value)
     if path is not None:
         return path
+    if isinstance(value, types.MethodType):
+        return _method_path(value)
     module_name, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
     if not isinstance(qualname, str) and not isinstance(value, type | types.FunctionType | types.BuiltinFunctionType):
         return _global_path(value)  # an object (a callable instance): by the global it is bound to
@@ -46,6 +50,23 @@ def object_path(value) -> str | None:
     for part in qualname.split("."):
         target = getattr(target, part, None)
     return f"{module_name}.{qualname}" if target is value else None
+
+
+def _method_path(method: types.MethodType) -> str | None:
+    """`path.of.owner.name` for a bound method: a classmethod of an importable class, a method of a
+    module-level instance. That path gives a new bound method each time it is read, equal to this
+    one (`==`: the same function bound to the same object), never the same object (`is`)."""
+    owner, name = method.__self__, getattr(method.__func__, "__name__", None)
+    if not isinstance(name, str) or not name.isidentifier() or isinstance(owner, types.ModuleType):
+        return None
+    owner_path = object_path(owner)
+    if owner_path is None:
+        return None
+    try:
+        same = getattr(owner, name) == method
+    except Exception:  # a user's __getattr__ or __eq__ may raise: then there is no such path
+        return None
+    return f"{owner_path}.{name}" if same is True else None
 
 
 def _importable_module(module_name: str) -> bool:

@@ -30,6 +30,7 @@ from generator.errors import (
     BuilderImportError,
     NotABackendConfigError,
     UnnamedBackendConfigError,
+    UnusableDTypeConfigsError,
 )
 from generator.importer.callable_names import CallableNamer
 from generator.importer.dtype_names import DTypeNamer, GlobalNames, shared_lists
@@ -176,6 +177,7 @@ def _builder_doc(builder, function_name: str) -> str:
 
 def _pattern_config(config, dtypes: DTypeNamer, callables: CallableNamer) -> model.PatternConfig:
     label = _describe(config)
+    dtype_configs = tuple(dtypes.name(dc) for dc in _dtype_configs(config, label))
     settings = {}
     for field in ("root_module", "qat_module", "reference_quantized_module", "fused_module"):
         settings[field] = _ref_or_none(getattr(config, field), label, field)
@@ -186,7 +188,7 @@ def _pattern_config(config, dtypes: DTypeNamer, callables: CallableNamer) -> mod
         pattern_complex_format=(
             None if config._pattern_complex_format is None else _pattern(config._pattern_complex_format, label)
         ),
-        dtype_configs=tuple(dtypes.name(dc) for dc in config.dtype_configs),
+        dtype_configs=dtype_configs,
         observation_type=config.observation_type.name,
         num_tensor_args_to_observation_type=tuple(
             (count, kind.name) for count, kind in config._num_tensor_args_to_observation_type.items()
@@ -194,6 +196,34 @@ def _pattern_config(config, dtypes: DTypeNamer, callables: CallableNamer) -> mod
         input_type_to_index=tuple(config._input_type_to_index.items()),
         **settings,
     )
+
+
+def _dtype_configs(config, label: str) -> list:
+    """The pattern's dtype configs: a list of DTypeConfigs, as torch's flow reads and a spec writes them.
+
+    torch's set_dtype_configs stores whatever it is given; one DTypeConfig there makes its flow
+    fail (it iterates the value), and a tuple or other container is not what a spec writes.
+    """
+    from torch.ao.quantization.backend_config import DTypeConfig
+
+    value = config.dtype_configs
+    if isinstance(value, DTypeConfig):
+        raise UnusableDTypeConfigsError(
+            f"pattern {label}: dtype_configs is one DTypeConfig, not a list of them: torch stores it, but its "
+            "quantization flow iterates it and fails; give set_dtype_configs a list ([dtype_config])"
+        )
+    if not isinstance(value, list):
+        raise UnusableDTypeConfigsError(
+            f"pattern {label}: dtype_configs is a {type(value).__name__}, not a list of DTypeConfigs; a spec "
+            "writes a list, so give set_dtype_configs a list"
+        )
+    for item in value:
+        if not isinstance(item, DTypeConfig):
+            raise UnusableDTypeConfigsError(
+                f"pattern {label}: dtype_configs holds a {type(item).__name__}, not a DTypeConfig; "
+                "give set_dtype_configs a list of DTypeConfigs"
+            )
+    return value
 
 
 def _describe(config) -> str:

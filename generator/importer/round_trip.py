@@ -54,13 +54,19 @@ def spec_already_builds(root: Path, module: ModuleSpec | None, backend_config) -
 def _builds(text: str, builder: str, backend_config, spec_file: str) -> bool:
     from generator.review.equality import compare_backend_configs
 
-    namespace: dict = {"__name__": "_import_round_trip"}
     try:
-        exec(compile(text, f"<{spec_file} as regenerate renders it>", "exec"), namespace)
-        built = namespace[builder]()
+        built = build_rendered(text, builder, spec_file)
     except Exception:  # the spec's own user code may fail; then it is not kept
         return False
     return compare_backend_configs(builder, built, backend_config) == []
+
+
+def build_rendered(text: str, builder: str, spec_file: str):
+    """What `builder` of rendered module `text` returns. The module runs in this process, so it
+    imports the very objects the original builder used; what it or its builder raises propagates."""
+    namespace: dict = {"__name__": "_import_round_trip"}
+    exec(compile(text, f"<{spec_file} as regenerate renders it>", "exec"), namespace)
+    return namespace[builder]()
 
 
 # ---------------------------------------------------------------------------

@@ -8,6 +8,12 @@ file alone), loaded with the real spec loader, its torch names validated, expand
 rendered, and every name it imports checked to import from any folder (without the project
 root that `import` put on sys.path to reach the builder). Any refusal becomes import's own
 one-line refusal, and nothing is written.
+
+Then import proves what it is about to write (`refuse_unless_proven_equal`): the module just
+rendered runs in this process, beside the builder it came from, and the BackendConfig its
+builder returns is compared with the builder's by the equality proof the tests use (every
+field, callables included). Whatever differs, because of a bug of import's or a builder it
+misreads, nothing is written and one line names the first differing pattern and field.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from generator import cache
 from generator.errors import GeneratorError, ImportedSpecRefusedError
 
 
-def refuse_what_regenerate_refuses(root: Path, path: Path, text: str) -> None:
-    """Raise ImportedSpecRefusedError unless regenerate would accept spec `path` with this text."""
+def refuse_what_regenerate_refuses(root: Path, path: Path, text: str) -> str:
+    """Raise ImportedSpecRefusedError unless regenerate would accept spec `path` with this text;
+    return the module regenerate renders of it (unformatted)."""
     from generator.building import importability, resolution
     from generator.building.expansion import expand_module
     from generator.building.rendering import render_module
@@ -37,8 +44,7 @@ def refuse_what_regenerate_refuses(root: Path, path: Path, text: str) -> None:
             modules = loader.load_modules(copy)
             resolution.validate(modules, copy)
             expanded = [expand_module(module) for module in modules]
-            for module in expanded:
-                render_module(module, root / "templates")
+            rendered = {module.spec.spec_file: render_module(module, root / "templates") for module in expanded}
             with reading.without_the_root_import_added():
                 importability.require_importable_anywhere(expanded)
         except GeneratorError as error:
@@ -46,6 +52,37 @@ def refuse_what_regenerate_refuses(root: Path, path: Path, text: str) -> None:
                 f"not written: regenerate would refuse {path.relative_to(root)} as import made it ({error}); "
                 "change what the builder returns, or report the builder that led here"
             ) from None
+    return next(text for spec_file, text in rendered.items() if Path(spec_file).name == path.name)
+
+
+def refuse_unless_proven_equal(root: Path, path: Path, text: str, backend, backend_config, target: str) -> None:
+    """Raise ImportedSpecRefusedError unless spec `path` with this text regenerates a module whose
+    builder returns what `target` returned (`backend_config`), by the equality proof."""
+    from generator import user_code
+    from generator.importer.round_trip import build_rendered
+    from generator.review.equality import compare_backend_configs
+
+    rendered = refuse_what_regenerate_refuses(root, path, text)
+    spec_file = str(path.relative_to(root))
+    where = f"not written: {spec_file} as import made it regenerates a {backend.builder}() that"
+    # The rendered module runs user code (the builder's modules, factories it calls): its prints
+    # go to stderr, and whatever it raises is one line.
+    with user_code.running(ImportedSpecRefusedError, where, root, exceptions=False):
+        try:
+            built = build_rendered(rendered, backend.builder, spec_file)
+        except Exception as error:
+            raise ImportedSpecRefusedError(
+                f"{where} raises {user_code.describe(error)}; report the builder that led here"
+            ) from None
+        differences = compare_backend_configs(backend.builder, built, backend_config)
+    if differences:
+        first = differences[0]
+        what = f"pattern {first.pattern}: {first.field}" if first.pattern else first.field
+        more = f" (and {len(differences) - 1} more differences)" if len(differences) > 1 else ""
+        raise ImportedSpecRefusedError(
+            f"{where} differs from {target}(): {what}: "
+            f"{first.detail} (generated != builder's){more}; report the builder that led here"
+        )
 
 
 def _helpers_of(spec: Path, copy: Path) -> None:

@@ -1,8 +1,9 @@
 """Patterns as torch's matcher reads them, and a pattern declared added(), changed() or removed().
 
-A simple pattern is one op or a tuple of 2 or 3 ops (torch's fusion patterns); only
-pattern_complex_format nests, in torch's reversed nested tuple format, which is
-checked here as torch's matcher reads it. A pattern the vocabulary wraps in
+A simple pattern is one op or a tuple of 2 or 3 ops (torch's fusion patterns), whose
+ops may be tuples again (torch keeps them as given: `((nn.BatchNorm1d, nn.Conv1d), nn.ReLU)`,
+torch 1.13's style); pattern_complex_format nests in torch's reversed nested tuple format,
+which is checked here as torch's matcher reads it. A pattern the vocabulary wraps in
 added()/changed()/removed() is `Declared`: a deliberate difference from the
 reference builder, with its reason, at the spec line that makes it.
 """
@@ -18,12 +19,13 @@ from generator.loading.spec_values import Ref, describe
 def to_pattern(value, what: str = "pattern", nested: bool = False) -> model.Pattern:
     """Turn a spec pattern (Refs, method-name strings, tuples) into a model pattern.
 
-    A simple pattern is one op or a tuple of 2 or 3 ops (torch's fusion patterns);
-    only pattern_complex_format nests tuples, as `_complex_pattern` checks.
+    A simple pattern is one op or a tuple of 2 or 3 ops (torch's fusion patterns), its ops
+    may be tuples again; pattern_complex_format nests tuples as `_complex_pattern` checks.
     """
     complex_format = what == "pattern_complex_format"
+    if not nested:
+        _check_depth(value, what)
     if complex_format and not nested:
-        _check_depth(value)
         _complex_pattern(value, value)
     if isinstance(value, Ref):
         return value.to_model()
@@ -34,11 +36,9 @@ def to_pattern(value, what: str = "pattern", nested: bool = False) -> model.Patt
     if isinstance(value, Declared):
         raise SpecFieldError(f"{value.kind}() must wrap a whole pattern, not a part of one", value.location)
     if isinstance(value, tuple) and not complex_format and nested:
-        raise SpecFieldError(
-            f"pattern element {describe(value)} is a tuple inside the pattern's tuple; a pattern is one op "
-            "or a tuple of 2 or 3 ops (write nested patterns as pattern_complex_format=)",
-            blame(value),
-        )
+        # torch keeps a tuple inside a simple pattern as given and matches it as part of the pattern
+        # in its reversed nested format, as it matches a pattern_complex_format (torch 1.13's style).
+        return _nested_element(value)
     if isinstance(value, tuple) and (len(value) in (2, 3) or (complex_format and len(value) >= 2)):
         return tuple(to_pattern(element, what, nested=True) for element in value)
     if isinstance(value, tuple):
@@ -50,12 +50,28 @@ def to_pattern(value, what: str = "pattern", nested: bool = False) -> model.Patt
     )
 
 
+def _nested_element(value) -> tuple:
+    """A tuple inside a simple pattern, `(nn.BatchNorm1d, nn.Conv1d)` of `((nn.BatchNorm1d, nn.Conv1d), nn.ReLU)`:
+    ops, method names, numbers and tuples of them, as torch stores it."""
+    if not value:
+        raise SpecFieldError("a tuple inside a pattern holds at least one op, not none", blame(value))
+    elements = []
+    for element in value:
+        if isinstance(element, tuple):
+            elements.append(_nested_element(element))
+        elif isinstance(element, int) and not isinstance(element, bool):
+            elements.append(element)
+        else:
+            elements.append(to_pattern(element, "pattern", nested=True))
+    return tuple(elements)
+
+
 # torch's own patterns nest a few levels; far deeper ones exhaust the Python parser
 # that compiles the generated module (about 200 levels), so they are refused here.
 MAX_PATTERN_DEPTH = 32
 
 
-def _check_depth(whole) -> None:
+def _check_depth(whole, what: str = "pattern_complex_format") -> None:
     """Refuse a pattern nested deeper than MAX_PATTERN_DEPTH (counted without recursion)."""
     depth, level = 0, [whole]
     while level and depth <= MAX_PATTERN_DEPTH:
@@ -64,7 +80,7 @@ def _check_depth(whole) -> None:
         level = [item for item in level if isinstance(item, tuple)]
     if depth > MAX_PATTERN_DEPTH:
         raise SpecFieldError(
-            f"pattern_complex_format is nested more than {MAX_PATTERN_DEPTH} tuples deep, more than a generated "
+            f"{what} is nested more than {MAX_PATTERN_DEPTH} tuples deep, more than a generated "
             "module can spell; split it into patterns that nest less",
             blame(whole),
         )

@@ -1,16 +1,16 @@
 """When two callables of a pattern config are interchangeable: the same object, equivalent code, or the same behaviour.
 
-Callables (fuser methods, root-node getters, extra-inputs getters) cannot be
-compared by identity alone, because torch creates fresh closures on every call
-(``_sequential_wrapper2(nni.ConvReLU1d)``) and generated code may define its
-own copies.  They count as equal when they are identical, when their code is
-equivalent (same bytecode, constants, referenced globals and closure contents:
-``equivalent_functions``), or when they behave the same on real arguments built
-from the pattern: trial calls with ``is_qat`` False and True, modules in train,
-eval and mixed modes, of the exact pattern types and of subclasses, must raise
-the same exception or build modules equal in everything they hold (children,
-training flags, stored callables such as ``ConvAdd2d.add``, parameters and
-buffers).  ``callables_match`` decides, and keeps one verdict per pair and pattern.
+Callables (fuser methods, root-node getters, extra-inputs getters) cannot be compared
+by identity alone, because torch creates fresh closures on every call
+(``_sequential_wrapper2(nni.ConvReLU1d)``) and generated code may define its own copies.
+They count as equal when they are identical, when their code is equivalent (same
+bytecode, constants, referenced globals and closure contents; bound methods: the same
+object bound, ``equivalent_functions``), or when they behave the same on real arguments
+built from the pattern: trial calls with ``is_qat`` False and True, modules in train,
+eval and mixed modes, of the exact pattern types and of subclasses, must raise the same
+exception or build modules equal in everything they hold (children, training flags,
+stored callables such as ``ConvAdd2d.add``, parameters and buffers).  ``callables_match``
+decides, and keeps one verdict per pair and pattern.
 """
 
 from __future__ import annotations
@@ -41,9 +41,7 @@ from generator.building.torch_names import describe_pattern, short_name
 from generator.review.identity import pattern_key, same
 
 
-def callables_match(
-    field: str, ours: Callable, theirs: Callable, config: BackendPatternConfig
-) -> tuple[bool, str]:
+def callables_match(field: str, ours: Callable, theirs: Callable, config: BackendPatternConfig) -> tuple[bool, str]:
     """Decide whether two callables of ``field`` are interchangeable.
 
     Returns (equal, how): how is "identical", "equivalent code" or "same
@@ -136,6 +134,8 @@ def _equivalent_functions(a: Any, b: Any, depth: int) -> bool:
         return _same_closure_value((a.func, a.args), (b.func, b.args), depth) and _same_closure_value(
             tuple(a.keywords.items()), tuple(b.keywords.items()), depth
         )
+    if type(a) is types.MethodType and type(b) is types.MethodType:  # Class.a_classmethod read twice: ==, not is
+        return a.__self__ is b.__self__ and _equivalent_functions(a.__func__, b.__func__, depth + 1)
     if not (isinstance(a, types.FunctionType) and isinstance(b, types.FunctionType)):
         return False
     return (

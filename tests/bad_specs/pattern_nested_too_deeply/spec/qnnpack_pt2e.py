@@ -1,4 +1,4 @@
-"""Broken on purpose: a simple pattern cannot nest tuples."""
+"""Broken on purpose: a simple pattern may nest tuples (torch keeps them), but not more than 32 deep."""
 
 from generator.dsl import Backend, DTypeConfig, DTypeWithConstraints, F, Module, ObservationType, config, nn, torch
 
@@ -16,7 +16,7 @@ MODULE = Module(
             builder='get_qnnpack_pt2e_backend_config',
             doc="Broken on purpose.",
             configs=[
-                config(((nn.Conv2d, nn.BatchNorm2d), nn.ReLU), weighted),  # <- error
+                config(((((((((((((((((((((((((((((((((((nn.Conv2d, nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.BatchNorm2d), nn.ReLU), weighted),  # <- error
             ],
         ),
     ],
