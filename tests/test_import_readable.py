@@ -169,3 +169,29 @@ def test_the_dependencies_are_the_modules_outside_torch_and_the_standard_library
         "depends on vendor.fusers: _fuse_with (private: make it public or move it before deleting vendor/fusers.py)",
     ]
     assert dependencies.report(model.Backend(name="t", builder="t", doc="", configs=configs[2:2])) == []
+
+
+def test_a_global_name_another_constant_has_gives_way_to_what_the_constant_holds():
+    """Two modules bind `ACT` to different constraints: the first keeps it, the second is named by
+    what it holds; configs of other dtypes are named by them (dynamic and weight-only included)."""
+    import torch
+    from torch.ao.quantization.backend_config import DTypeConfig, DTypeWithConstraints
+
+    from generator.importer.dtype_names import DTypeNamer, GlobalNames
+
+    act = DTypeWithConstraints(dtype=torch.quint8, scale_min_lower_bound=2**-12)
+    other_act = DTypeWithConstraints(dtype=torch.quint8, quant_min_lower_bound=0, quant_max_upper_bound=127)
+    configs = [
+        DTypeConfig(input_dtype=act, output_dtype=act),
+        DTypeConfig(input_dtype=other_act, output_dtype=other_act),
+        DTypeConfig(torch.quint8, torch.float, torch.qint8, torch.float, is_dynamic=True),
+        DTypeConfig(input_dtype=torch.float, output_dtype=torch.float, weight_dtype=torch.quint8),
+    ]
+    namer = DTypeNamer(GlobalNames([("ACT", act), ("ACT", other_act)]), configs)
+    assert [c.name for c in namer.constraints.values()] == ["ACT", "quint8_0_to_127"]
+    assert [c.name for c in namer.configs.values()] == [
+        "quint8_input_output_scale_min_2_neg_12_dtype_config",
+        "quint8_input_output_0_to_127_dtype_config",
+        "quint8_to_float32_weight_qint8_bias_float32_dynamic_dtype_config",  # no source: torch.float32
+        "float32_weight_quint8_dtype_config",
+    ]
