@@ -339,8 +339,17 @@ def cmd_import(args, console) -> int:
         return OK
     files.write_if_changed(path, text)
     console.say(f"{'written':9} {path.relative_to(root)}: {len(spec.backend.configs)} patterns", "green")
+    for line in _dependencies_report(spec.backend):
+        console.say(line)
     console.say(f"next: {FIX_COMMAND}")
     return OK
+
+
+def _dependencies_report(backend) -> list[str]:
+    """What the generated module still imports from the legacy code (importer/dependencies.py)."""
+    from generator.importer import dependencies
+
+    return dependencies.report(backend)
 
 
 def _refuse_a_taken_backend_name(root: Path, path: Path, backend) -> None:

@@ -426,7 +426,7 @@ def test_import_force_of_a_builder_that_returns_something_else_keeps_what_the_sp
                        "            .set_dtype_configs([fbgemm_default_op_quint8_dtype_config]),"]  # fmt: skip
     # what is added is the new pattern's dtype config, its constraints and the pattern
     new = ("user_default_dtype_config", "act_quint8_scale_min_2_neg_12", "BackendPatternConfig(nn.ReLU)",
-           "dtype=torch.quint8", "scale_min_lower_bound=0.000244140625", "# Registered twice")  # fmt: skip
+           "dtype=torch.quint8", "scale_min_lower_bound=2**-12", "# Registered twice")  # fmt: skip
     assert all(line.strip(" (),") == "" or any(word in line for word in new) for line in added), added
     assert len(added) <= 16, added
     matrix = (fresh_project / "docs/support-matrix.md").read_text()

@@ -18,6 +18,7 @@ import types
 
 from generator import model
 from generator.errors import UnspellableBoundError
+from generator.importer.number_spellings import NumberSpellings, name_text
 from generator.importer.object_paths import object_path
 
 # A dtype-config list used by at least this many patterns gets a name of its own.
@@ -99,27 +100,77 @@ class DTypeNamer:
 
     Equal content means one constant: torch deep-copies dtype configs for fixed-qparams
     ops on every call, and those copies should not become constants of their own.
+    Names are planned over all the dtype configs the builder uses (`dtype_configs`), so
+    that two which differ are named by how they differ (see `_plan`); a number in a
+    constraint is spelt as the builder's source spells it (`number_spellings`).
     """
 
-    def __init__(self, names: GlobalNames):
+    def __init__(self, names: GlobalNames, dtype_configs=()):
         self.names = names
         self.spellings = names.dtype_spellings()
+        self.numbers = NumberSpellings.of(names.modules)
         self.configs: dict[tuple, model.DTypeConfig] = {}
         self.constraints: dict[tuple, model.DTypeWithConstraints] = {}
         self.taken: set[str] = set()
+        self.planned: dict[tuple, str] = {}  # dtype config key -> its name, where planned
+        self._plan(dtype_configs)
 
     def name(self, dtype_config) -> model.DTypeConfig:
         key = _dtype_config_key(dtype_config)
         if key not in self.configs:
             sides = {s: self._dtype(getattr(dtype_config, f"{s}_with_constraints")) for s in _SIDES}
             bias = None if dtype_config.bias_dtype is None else self._spelt(dtype_config.bias_dtype)
-            name = self._unique(
+            name = self.planned.get(key) or self._unique(
                 self.names.by_identity(dtype_config)
                 or self.names.by_content(dtype_config, _dtype_config_key)
                 or _derived_config_name(sides, bias, dtype_config.is_dynamic, self.configs.values())
             )
             self.configs[key] = model.DTypeConfig(name, bias_dtype=bias, is_dynamic=dtype_config.is_dynamic, **sides)
         return self.configs[key]
+
+    def _plan(self, dtype_configs) -> None:
+        """Name every dtype config up front: a global's name where the builder's module binds one
+        (or a fixed-qparams copy of such, `<base>_<constraints>`); the others by what they hold,
+        their dtypes (`quint8_weight_qint8_bias_float`), and where several hold the same dtypes,
+        the constraint bounds by which they differ (`..._output_0_to_127`)."""
+        unique = {}
+        for dtype_config in dtype_configs:
+            unique.setdefault(_dtype_config_key(dtype_config), dtype_config)
+        derived: dict[tuple, model.DTypeConfig] = {}  # key -> its model value, named "" for now
+        for key, dtype_config in unique.items():
+            if self._global_name(dtype_config):
+                self.name(dtype_config)
+            else:
+                derived[key] = self._unnamed(dtype_config)
+        copies = {key: self._copy_name(config) for key, config in derived.items()}
+        groups: dict[str, list[tuple]] = {}
+        for key, config in derived.items():
+            if copies[key] is None:
+                groups.setdefault(_base_name(config), []).append(key)
+        for base, keys in groups.items():
+            for key in keys:
+                self.planned[key] = self._unique(_qualified(base, derived[key], [derived[k] for k in keys]))
+        for key, name in copies.items():
+            if name is not None:
+                self.planned[key] = self._unique(name)
+        for dtype_config in unique.values():
+            self.name(dtype_config)
+        self.configs = {key: self.configs[key] for key in unique}  # first-use order, globals or not
+
+    def _global_name(self, dtype_config) -> bool:
+        found = self.names.by_identity(dtype_config) or self.names.by_content(dtype_config, _dtype_config_key)
+        return found is not None and found not in self.taken
+
+    def _unnamed(self, dtype_config) -> model.DTypeConfig:
+        sides = {s: self._dtype(getattr(dtype_config, f"{s}_with_constraints")) for s in _SIDES}
+        bias = None if dtype_config.bias_dtype is None else self._spelt(dtype_config.bias_dtype)
+        return model.DTypeConfig("", bias_dtype=bias, is_dynamic=dtype_config.is_dynamic, **sides)
+
+    def _copy_name(self, config: model.DTypeConfig) -> str | None:
+        """`<base>_<constraints>` for a fixed-qparams copy of a dtype config named by a global."""
+        sides = {s: getattr(config, s) for s in _SIDES}
+        name = _derived_config_name(sides, config.bias_dtype, config.is_dynamic, self.configs.values())
+        return name if name != _dtypes_config_name(sides, config.bias_dtype, config.is_dynamic) else None
 
     def _dtype(self, constraints):
         dtype = None if constraints.dtype is None else self._spelt(constraints.dtype)
@@ -134,9 +185,11 @@ class DTypeNamer:
                 )
         key = _constraint_key(constraints)
         if key not in self.constraints:
+            spellings = self.numbers.spellings(bounds)
             found = self.names.by_identity(constraints) or self.names.by_content(constraints, _constraint_key)
-            name = self._unique(found or f"{_short(dtype)}_with_constraints")
-            self.constraints[key] = model.DTypeWithConstraints(name, dtype, **bounds)
+            derived = f"{_short(dtype)}_{_bounds_text(bounds, dict(spellings))}"
+            name = self._unique(found if found and found not in self.taken else derived)
+            self.constraints[key] = model.DTypeWithConstraints(name, dtype, **bounds, spellings=spellings)
         return self.constraints[key]
 
     def _spelt(self, dtype) -> model.TorchRef:
@@ -144,11 +197,23 @@ class DTypeNamer:
         return model.TorchRef(self.spellings.get(path, path))
 
     def _unique(self, name: str) -> str:
-        candidate, number = name, 2
+        """The name, or where another value has it already (two spellings of one number), `<name>_alt`."""
+        candidate = name
         while candidate in self.taken:
-            candidate, number = f"{name}_{number}", number + 1
+            stem = candidate.removesuffix("_dtype_config")
+            candidate = f"{stem}_alt" + candidate[len(stem) :]
         self.taken.add(candidate)
         return candidate
+
+
+def used_dtype_configs(backend_config) -> list:
+    """The dtype configs of a BackendConfig's patterns, in first-use order (a pattern whose dtype_configs
+    is not a list is left to the reading of that pattern to refuse)."""
+    found = []
+    for config in backend_config.configs:
+        if isinstance(config.dtype_configs, (list, tuple)):
+            found += config.dtype_configs
+    return found
 
 
 def _finite(number: int | float) -> bool:
@@ -159,6 +224,87 @@ def _short(dtype) -> str:
     if isinstance(dtype, model.DTypeWithConstraints):
         return dtype.name.strip("_").lower().removesuffix("_constraints")
     return "none" if dtype is None else dtype.path.rsplit(".", 1)[-1]
+
+
+def _plain(dtype) -> str | None:
+    """A side's dtype, without its constraints."""
+    if isinstance(dtype, model.DTypeWithConstraints):
+        return _short(dtype.dtype)
+    return None if dtype is None else _short(dtype)
+
+
+def _bound_slots(constraints, spellings: dict[str, str]) -> dict[str, str]:
+    """Slot -> text of the bounds a constraint sets: the quantization range (`0_to_127`, `min_0`),
+    `scale_min_2_neg_12`, `scale_max_...`, a fixed `scale_1_over_256` and `zero_point_0`."""
+    bounds = constraints if isinstance(constraints, dict) else constraints.bounds if constraints is not None else {}
+
+    def text(bound):
+        return name_text(bounds[bound], spellings.get(bound))
+
+    slots = {}
+    low, high = "quant_min_lower_bound" in bounds, "quant_max_upper_bound" in bounds
+    if low or high:
+        slots["range"] = (
+            f"{text('quant_min_lower_bound')}_to_{text('quant_max_upper_bound')}"
+            if low and high
+            else f"min_{text('quant_min_lower_bound')}"
+            if low
+            else f"max_{text('quant_max_upper_bound')}"
+        )
+    for bound, prefix in _BOUND_PREFIXES.items():
+        if bound in bounds:
+            slots[bound] = f"{prefix}_{text(bound)}"
+    return slots
+
+
+_BOUND_PREFIXES = {
+    "scale_min_lower_bound": "scale_min",
+    "scale_max_upper_bound": "scale_max",
+    "scale_exact_match": "scale",
+    "zero_point_exact_match": "zero_point",
+}
+
+
+def _bounds_text(bounds: dict, spellings: dict[str, str]) -> str:
+    return "_".join(_bound_slots(bounds, spellings).values())
+
+
+def _side_slots(dtype) -> dict[str, str]:
+    if not isinstance(dtype, model.DTypeWithConstraints):
+        return {}
+    return _bound_slots(dtype, dict(dtype.spellings))
+
+
+def _base_name(config: model.DTypeConfig) -> str:
+    """What a dtype config holds, constraints aside: `quint8_weight_qint8_bias_float`, `quint8_to_float_...`."""
+    sides = {s: getattr(config, s) for s in _SIDES}
+    return _dtypes_config_name(sides, config.bias_dtype, config.is_dynamic).removesuffix("_dtype_config")
+
+
+def _dtypes_config_name(sides: dict, bias, is_dynamic) -> str:
+    given, out, weight = (_plain(sides[s]) for s in _SIDES)
+    parts = [given if given == out else f"{given or 'none'}_to_{out or 'none'}"] if given or out else []
+    parts += [f"weight_{weight}"] if weight else []
+    parts += [f"bias_{_short(bias)}"] if bias is not None else []
+    parts += ["dynamic" if is_dynamic else "static"] if is_dynamic is not None else []
+    return "_".join(parts or ["no_dtypes"]) + "_dtype_config"
+
+
+def _qualified(base: str, config: model.DTypeConfig, group: list[model.DTypeConfig]) -> str:
+    """The base name plus, per side, the bounds in which the group's dtype configs differ (that this one sets)."""
+    parts = [base]
+    texts = {}
+    for side in _SIDES:
+        slots = [_side_slots(getattr(c, side)) for c in group]
+        every = dict.fromkeys(slot for found in slots for slot in found)
+        differing = [slot for slot in every if len({found.get(slot) for found in slots}) > 1]
+        own = _side_slots(getattr(config, side))
+        texts[side] = "_".join(own[slot] for slot in differing if slot in own)
+    if texts["input_dtype"] and texts["input_dtype"] == texts["output_dtype"]:
+        parts.append(f"input_output_{texts.pop('input_dtype')}")
+        texts.pop("output_dtype")
+    parts += [f"{side.removesuffix('_dtype')}_{text}" for side, text in texts.items() if text]
+    return "_".join(parts) + "_dtype_config"
 
 
 def _derived_config_name(sides: dict, bias, is_dynamic, named) -> str:
@@ -172,10 +318,7 @@ def _derived_config_name(sides: dict, bias, is_dynamic, named) -> str:
                 base = next(iter(constrained))
                 if all(_short(plain[s]) == _short(base.dtype) for s in changed):
                     return f"{other.name.removesuffix('_dtype_config')}_{_short(base)}_dtype_config"
-    parts = [f"{s.removesuffix('_dtype')}_{_short(sides[s])}" for s in _SIDES if sides[s] is not None]
-    parts += [f"bias_{_short(bias)}"] if bias is not None else []
-    parts += ["dynamic"] if is_dynamic else []
-    return "_".join(parts) + "_dtype_config"
+    return _dtypes_config_name(sides, bias, is_dynamic)
 
 
 def shared_lists(uses: list[tuple[str, ...]], taken: set[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:

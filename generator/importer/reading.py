@@ -33,7 +33,7 @@ from generator.errors import (
     UnusableDTypeConfigsError,
 )
 from generator.importer.callable_names import CallableNamer
-from generator.importer.dtype_names import DTypeNamer, GlobalNames, shared_lists
+from generator.importer.dtype_names import DTypeNamer, GlobalNames, shared_lists, used_dtype_configs
 from generator.importer.object_paths import path_ref
 
 _CALLABLE_FIELDS = (
@@ -142,7 +142,7 @@ def read_backend_config(name: str, target: str, builder, module, backend_config,
             f"{target}() returns a BackendConfig with torch's default empty name, which a spec cannot give "
             'a backend; name it in the builder: BackendConfig("my_backend")'
         )
-    dtypes = DTypeNamer(GlobalNames.of(module))
+    dtypes = DTypeNamer(GlobalNames.of(module), used_dtype_configs(backend_config))
     callables = CallableNamer(templates_dir)
     configs = tuple(_pattern_config(c, dtypes, callables) for c in backend_config.configs)
     # The builder is named as the target names it, whatever it is (a function, a partial,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from generator import dsl, model
 from generator.importer.reading import ImportedSpec
+from generator.spelling import bound_source
 
 # Dotted path -> DSL name, for the lazy names the DSL exports (nn, F, fusers, MatchAllNode, ...).
 DSL_ALIASES = {
@@ -123,7 +124,7 @@ class _Writer:
 
     def constraints(self, c: model.DTypeWithConstraints) -> str:
         self.used.add("DTypeWithConstraints")
-        bounds = "".join(f", {key}={value!r}" for key, value in c.bounds.items())
+        bounds = "".join(f", {key}={bound_source(c, key)}" for key in c.bounds)
         return f"{c.name} = DTypeWithConstraints(dtype={self.value(c.dtype)}{bounds})"
 
     def dtype_config(self, dc: model.DTypeConfig) -> str:
