@@ -5,7 +5,8 @@ the dotted paths by which a spec names the objects it holds (`object_paths`); th
 names of its dtype configs, constraints and shared dtype-config lists
 (`dtype_names`); the names of its callables, by path or by a function template
 (`callable_names`), or as the factory call that makes them (`factories`);
-compacting runs of patterns into op-group calls (`compaction`); keeping an existing
+compacting runs of patterns into op-group calls (`compaction`) and loops over op
+lists (`op_lists`); placing each pattern in torch's family (`sections`); keeping an existing
 spec that already builds the same (`round_trip`); writing the spec's source
 (`spec_writer`); and reading the spec about to be written as regenerate would
 (`validation`).

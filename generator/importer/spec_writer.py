@@ -12,6 +12,7 @@ Names the DSL has no alias for (a backend's own modules or fuser methods) are wr
 from __future__ import annotations
 
 from generator import dsl, model
+from generator.importer.compaction import GroupCall
 from generator.importer.op_lists import Loop, LoopVariable
 from generator.importer.reading import ImportedSpec
 
@@ -155,11 +156,10 @@ def spec_source(spec: ImportedSpec) -> str:
     op_lists = {loop.list_name: loop.op_list for loop in spec.entries if isinstance(loop, Loop) and loop.list_name}
     op_lists_source = [f"{name} = [{', '.join(writer.value(op) for op in ops)}]" for name, ops in op_lists.items()]
     configs = "".join(f"{writer.entry(e)},\n" for e in spec.entries or backend.configs)
-    configs_name = _configs_name(spec)
-    module = f"""{configs_name} = [
-{configs}]
-
-MODULE = Module(
+    # Patterns and loops written out read best at module level; a few op-group calls stay in Backend(...).
+    module_level = not spec.entries or not all(isinstance(e, GroupCall) for e in spec.entries)
+    configs_name = _configs_name(spec) if module_level else f"[\n{configs}]"
+    module = (f"{configs_name} = [\n{configs}]\n\n" if module_level else "\n") + f"""MODULE = Module(
     doc={spec.module_doc or f"BackendConfig imported from {backend.reference}."!r},
     backends=[
         Backend(
