@@ -85,7 +85,8 @@ def _project_configs(root: Path, path: Path, spec) -> list[model.PatternConfig]:
 
     found: list[model.PatternConfig] = []
     try:
-        modules = loader.load_modules(root, exclude=path, reuse=True)  # as regenerate will load them
+        # As regenerate will load them; kept, so that the check of backend names after this takes them as they are.
+        modules = loader.load_modules(root, exclude=path, reuse=True, keep=True)
     except GeneratorError:
         modules = []  # the other spec files are broken: regenerate says so; place by the op groups
     for module in modules:
