@@ -298,7 +298,7 @@ def _content_changes(root: Path, stale: list, console) -> list:
 
 def cmd_import(args, console) -> int:
     from generator import user_code
-    from generator.importer import reading, round_trip, spec_writer, validation
+    from generator.importer import reading, round_trip, sections, spec_writer, validation
 
     root = args.root
     name = args.name or reading.default_name(reading.split_target(args.target)[1])
@@ -323,6 +323,7 @@ def cmd_import(args, console) -> int:
                 templates = root / "templates"
                 spec = reading.read_backend_config(name, args.target, builder, module, backend_config, templates)
                 spec = round_trip.recover(spec, existing)
+                spec = sections.place(spec, root, path)
                 if not args.no_compact:
                     from generator.importer import compaction
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from generator import dsl, model, user_code
+from generator.importer import op_lists
 from generator.importer.dtype_names import shared_lists
 from generator.importer.reading import ImportedSpec
 
@@ -71,18 +72,28 @@ class GroupCall:
 def compact(spec: ImportedSpec, root: Path) -> ImportedSpec:
     """`spec` with runs of patterns replaced by group calls, and only the names those still use."""
     common = load_common(root)
-    if common is None:
+    entries = list(spec.backend.configs) if common is None else _grouped(common, spec.backend.configs)
+    entries = op_lists.recover(entries, _taken(spec))
+    if all(isinstance(e, model.PatternConfig) for e in entries):
         return spec
-    configs = spec.backend.configs
+    return _with_entries(spec, tuple(entries))
+
+
+def _grouped(common, configs) -> list:
+    """The patterns with runs of them replaced by group calls of spec/_common.py."""
     canonical = tuple(_canonical(c) for c in configs)
     candidates = _candidates(common, _dtype_lists(configs))
     entries = _layout(common, _greedy(configs, canonical, candidates, near_misses=True))
     if not _builds(entries, canonical):
         # Overrides can meet in ways the run-by-run match does not see: exact runs only.
         entries = _layout(common, _greedy(configs, canonical, candidates, near_misses=False))
-    if all(isinstance(e, model.PatternConfig) for e in entries):
-        return spec
-    return _with_entries(spec, tuple(entries))
+    return entries
+
+
+def _taken(spec: ImportedSpec) -> set[str]:
+    """The names the spec defines or imports besides the DSL's."""
+    names = {dc.name for dc in spec.dtype_configs} | {c.name for c in spec.constraints}
+    return names | {name for name, _ in spec.shared_lists} | set(GROUP_OPTIONS) | {LAYOUT}
 
 
 # ---------------------------------------------------------------------------
@@ -104,7 +115,7 @@ def load_common(root: Path):
             return None
 
 
-def _expand(function, arguments) -> tuple[model.PatternConfig, ...] | None:
+def expanded_call(function, arguments) -> tuple[model.PatternConfig, ...] | None:
     """What torch builds from a group call: derived fixed-qparams configs, deduplicated; None if
     the call fails or builds nothing."""
     from generator.building.expansion import expand_backend
@@ -140,7 +151,7 @@ def _candidates(common, dtype_lists) -> dict[object, list[GroupCall]]:
         for dtype_configs in dtype_lists:
             for options in option_sets:
                 arguments = ((None, dtype_configs), *options.items())
-                built = _expand(function, arguments)
+                built = expanded_call(function, arguments)
                 if built:
                     call = GroupCall(name, arguments, tuple(_canonical(c) for c in built))
                     found.setdefault(call.configs[0], []).append(call)
@@ -242,7 +253,7 @@ def _layout(common, entries: list) -> list:
             members = entries[start:stop]
             covered = tuple(c for e in members for c in _patterns(e))
             as_built = tuple(c for e in members for c in _built(e))
-            built = _expand(function, arguments)
+            built = expanded_call(function, arguments)
             if built is not None and tuple(_canonical(c) for c in built) == as_built:
                 overrides = tuple(o for e in members if isinstance(e, GroupCall) for o in e.overrides)
                 layout = GroupCall(LAYOUT, arguments, covered, as_built, overrides)
@@ -306,6 +317,8 @@ def _explicit(entries):
     for entry in entries:
         if isinstance(entry, model.PatternConfig):
             yield entry
+        elif isinstance(entry, op_lists.Loop):
+            yield from entry.body
         else:
             for _, value in entry.arguments:
                 if isinstance(value, tuple) and value and isinstance(value[0], model.PatternConfig):

@@ -12,6 +12,8 @@ Names the DSL has no alias for (a backend's own modules or fuser methods) are wr
 from __future__ import annotations
 
 from generator import dsl, model
+from generator.importer.compaction import GroupCall
+from generator.importer.op_lists import Loop, LoopVariable
 from generator.importer.reading import ImportedSpec
 from generator.spelling import bound_source
 
@@ -42,6 +44,8 @@ class _Writer:
         return f"importable({ref.path!r})"
 
     def value(self, value) -> str:
+        if isinstance(value, LoopVariable):
+            return value.name
         if isinstance(value, model.TorchRef):
             return self.ref(value)
         if isinstance(value, (model.DTypeConfig, model.DTypeWithConstraints)):
@@ -85,9 +89,18 @@ class _Writer:
         """One item of the backend's configs: a pattern config or an op-group call."""
         if isinstance(entry, model.PatternConfig):
             return self.config(entry)
+        if isinstance(entry, Loop):
+            return self.loop(entry)
         self.common.add(entry.function)
         arguments = [f"{key}=" * (key is not None) + self.argument(value) for key, value in entry.arguments]
         return ",\n".join([f"{entry.function}({', '.join(arguments)})", *(self.config(c) for c in entry.overrides)])
+
+    def loop(self, loop: Loop) -> str:
+        """`[body for variables in op list]`; a body of several configs is a list of them."""
+        body = [self.config(c) for c in loop.body]
+        item = body[0] if len(body) == 1 else f"[{', '.join(body)}]"
+        targets = ", ".join(v.name for v in loop.variables)
+        return f"[{item} for {targets} in {loop.list_name or self.value(loop.op_list)}]"
 
     def argument(self, value) -> str:
         if isinstance(value, tuple) and value and isinstance(value[0], model.DTypeConfig):
@@ -111,7 +124,7 @@ class _Writer:
             if getattr(config, field) is not None:
                 arguments.append(f"{field}={self.value(getattr(config, field))}")
         if config.section:
-            arguments.append(f"section={config.section!r}")
+            arguments.append(f"section={self.value(config.section)}")
         if config.overrides:
             arguments.append(f"overrides={config.overrides!r}")
         if config.num_tensor_args_to_observation_type:
@@ -141,9 +154,13 @@ def spec_source(spec: ImportedSpec) -> str:
     body = [writer.constraints(c) for c in spec.constraints]
     body += [writer.dtype_config(dc) for dc in spec.dtype_configs]
     lists = [f"{name} = [{', '.join(members)}]" for name, members in spec.shared_lists]
+    op_lists = {loop.list_name: loop.op_list for loop in spec.entries if isinstance(loop, Loop) and loop.list_name}
+    op_lists_source = [f"{name} = [{', '.join(writer.value(op) for op in ops)}]" for name, ops in op_lists.items()]
     configs = "".join(f"{writer.entry(e)},\n" for e in spec.entries or backend.configs)
-    module = f"""
-MODULE = Module(
+    # Patterns and loops written out read best at module level; a few op-group calls stay in Backend(...).
+    module_level = not spec.entries or not all(isinstance(e, GroupCall) for e in spec.entries)
+    configs_name = _configs_name(spec) if module_level else f"[\n{configs}]"
+    module = (f"{configs_name} = [\n{configs}]\n\n" if module_level else "\n") + f"""MODULE = Module(
     doc={spec.module_doc or f"BackendConfig imported from {backend.reference}."!r},
     backends=[
         Backend(
@@ -151,9 +168,7 @@ MODULE = Module(
             builder={backend.builder!r},
             doc={backend.doc!r},
             reference={backend.reference!r},
-            configs=[
-{configs}
-            ],
+            configs={configs_name},
         )
     ],
 )
@@ -171,8 +186,20 @@ MODULE = Module(
     ]
     if lists:
         sections.append("# Dtype-config lists that several patterns share.\n" + "\n".join(lists) + "\n")
+    if op_lists_source:
+        sections.append("# Op lists the patterns loop over.\n" + "\n".join(op_lists_source) + "\n")
     sections.append(module)
     return _format("\n".join(sections))
+
+
+def _configs_name(spec: ImportedSpec) -> str:
+    """The module-level name of the backend's configs list: `configs`, unless the spec defines that."""
+    taken = {dc.name for dc in spec.dtype_configs} | {c.name for c in spec.constraints}
+    taken |= {name for name, _ in spec.shared_lists}
+    name = "configs"
+    while name in taken:
+        name = f"backend_{name}"
+    return name
 
 
 def _import_order(name: str) -> tuple:

@@ -1,0 +1,140 @@
+"""Import, placed: each imported pattern in the family (`section`) torch's backends give it.
+
+The support matrix has a table per section and a row per (section, pattern), so an
+imported backend whose patterns have no section shows its `nn.Linear` in a row of
+its own under "other", beside torch's `nn.Linear` row, and a `·` there. Each pattern
+that has no section yet (the spec `import --force` replaces may have given it one:
+`round_trip.recover`) gets one, decided the way the project's backends place the
+same pattern: the families of the project's other spec files and of the op groups
+of `spec/_common.py` (torch's: conv1d/2d/3d, linear, binary ops, share qparams ops,
+fixed qparams ops, ...).
+
+- The same pattern: the section most backends give it with the same observation type
+  (executorch shares `F.elu`'s observer and puts it under "share qparams ops"; six
+  others put it under "default ops"), else the section most give it at all.
+- A fusion of the backend's own, `(nn.Conv2d, nn.ReLU6)`: the family whose fusions
+  start with the same op (`(nn.Conv2d, ...)` are conv2d's).
+- An op no family holds that shares its input's observer: "share qparams ops"; one
+  whose activations have fixed qparams: "fixed qparams ops".
+
+Else it stays in "other". Sections change no pattern: only the matrix and the
+comments of the generated module.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+from generator import model
+
+SHARE_QPARAMS = "share qparams ops"
+FIXED_QPARAMS = "fixed qparams ops"
+SHARE_OBSERVER = "OUTPUT_SHARE_OBSERVER_WITH_INPUT"
+
+
+class Families:
+    """The project's sections, counted per pattern: who places what where."""
+
+    def __init__(self, configs):
+        self.by_key: dict[object, Counter] = {}
+        self.by_key_and_type: dict[tuple, Counter] = {}
+        self.by_first_op: dict[object, Counter] = {}
+        for config in configs:
+            if not config.section:
+                continue
+            self.by_key.setdefault(config.key, Counter())[config.section] += 1
+            self.by_key_and_type.setdefault((config.key, config.observation_type), Counter())[config.section] += 1
+            first = _first_op(config)
+            if first is not None:
+                self.by_first_op.setdefault(first, Counter())[config.section] += 1
+        self.names = {s for counts in self.by_key.values() for s in counts}
+
+    def section(self, config: model.PatternConfig) -> str:
+        for counts in (
+            self.by_key_and_type.get((config.key, config.observation_type)),
+            self.by_key.get(config.key),
+            self.by_first_op.get(_first_op(config)) if _first_op(config) is not None else None,
+        ):
+            if counts:
+                return _most(counts)
+        if not isinstance(config.key, tuple):
+            if config.observation_type == SHARE_OBSERVER and SHARE_QPARAMS in self.names:
+                return SHARE_QPARAMS
+            if _fixed_qparams(config) and FIXED_QPARAMS in self.names:
+                return FIXED_QPARAMS
+        return ""
+
+
+def place(spec, root: Path, path: Path):
+    """`spec` (a `reading.ImportedSpec`) with a section for each pattern the project's
+    families hold; patterns with a section already keep it."""
+    configs = spec.backend.configs
+    if all(c.section for c in configs):
+        return spec
+    families = Families(_project_configs(root, path, spec))
+    placed = tuple(c if c.section else replace(c, section=families.section(c)) for c in configs)
+    return replace(spec, backend=replace(spec.backend, configs=placed))
+
+
+def _project_configs(root: Path, path: Path, spec) -> list[model.PatternConfig]:
+    """The patterns of the project's other spec files and of spec/_common.py's op groups."""
+    from generator.errors import GeneratorError
+    from generator.loading import loader
+
+    found: list[model.PatternConfig] = []
+    try:
+        # As regenerate will load them; kept, so that the check of backend names after this takes them as they are.
+        modules = loader.load_modules(root, exclude=path, reuse=True, keep=True)
+    except GeneratorError:
+        modules = []  # the other spec files are broken: regenerate says so; place by the op groups
+    for module in modules:
+        for backend in module.backends:
+            found += [c for c in backend.configs if isinstance(c, model.PatternConfig)]
+    return found + _group_configs(root, spec)
+
+
+def _group_configs(root: Path, spec) -> list[model.PatternConfig]:
+    """What each op group of spec/_common.py builds, with the builder's dtype-config lists."""
+    from generator.importer import compaction
+
+    common = compaction.load_common(root)
+    if common is None:
+        return []
+    lists = list(dict.fromkeys(c.dtype_configs for c in spec.backend.configs if c.dtype_configs))
+    found: dict[object, model.PatternConfig] = {}
+    for name in compaction.GROUP_OPTIONS:
+        function = getattr(common, name, None)
+        if not callable(function):
+            continue
+        for dtype_configs in lists:
+            built = compaction.expanded_call(function, ((None, dtype_configs),))
+            if built:
+                for config in built:
+                    found.setdefault((config.key, config.observation_type), config)
+                break
+    return list(found.values())
+
+
+def _first_op(config: model.PatternConfig):
+    """The op a flat simple pattern `(op, ...)` starts with, else None."""
+    pattern = config.pattern
+    if isinstance(pattern, tuple) and pattern and not any(isinstance(p, tuple) for p in pattern):
+        return pattern[0]
+    return None
+
+
+def _fixed_qparams(config: model.PatternConfig) -> bool:
+    for dtype_config in config.dtype_configs:
+        output = getattr(dtype_config, "output_dtype", None)
+        if isinstance(output, model.DTypeWithConstraints):
+            bounds = output.bounds
+            if bounds.get("scale_exact_match") is not None and bounds.get("zero_point_exact_match") is not None:
+                return True
+    return isinstance(config.dtype_configs[0], model.FixedQParams) if config.dtype_configs else False
+
+
+def _most(counts: Counter) -> str:
+    """The section most backends give; a tie goes to the first in alphabetical order (deterministic)."""
+    return min(counts, key=lambda section: (-counts[section], section))
