@@ -118,10 +118,6 @@ class UnspellableBoundError(GeneratorError):
     """`import` met a DTypeWithConstraints bound a spec cannot write: not a finite number."""
 
 
-class UnnamedBackendConfigError(GeneratorError):
-    """The builder named by `import` returned a BackendConfig with torch's default empty name."""
-
-
 class ImportedSpecRefusedError(GeneratorError):
     """The spec `import` would write is one regenerate refuses; nothing is written."""
 

@@ -141,12 +141,13 @@ def spec_source(spec: ImportedSpec) -> str:
     body += [writer.dtype_config(dc) for dc in spec.dtype_configs]
     lists = [f"{name} = [{', '.join(members)}]" for name, members in spec.shared_lists]
     configs = "".join(f"{writer.entry(e)},\n" for e in spec.entries or backend.configs)
+    label = f"label={backend.given_label!r}, " if backend.given_label else ""  # the project's name, not name=
     module = f"""
 MODULE = Module(
     doc={spec.module_doc or f"BackendConfig imported from {backend.reference}."!r},
     backends=[
         Backend(
-            name={backend.name!r},
+            {label}name={backend.name!r},
             builder={backend.builder!r},
             doc={backend.doc!r},
             reference={backend.reference!r},
