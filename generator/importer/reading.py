@@ -19,6 +19,7 @@ import difflib
 import functools
 import importlib
 import keyword
+import os
 import pkgutil
 import re
 import sys
@@ -34,7 +35,7 @@ from generator.errors import (
 )
 from generator.importer.callable_names import CallableNamer
 from generator.importer.dtype_names import DTypeNamer, GlobalNames, shared_lists
-from generator.importer.object_paths import path_ref
+from generator.importer.object_paths import home_of, path_ref
 
 _CALLABLE_FIELDS = (
     ("fuser_method", "fuser_method"),
@@ -118,7 +119,7 @@ def load_builder(target: str, root: Path):
         try:
             backend_config = builder()
         except Exception as error:
-            advice = _what_to_do(error, root)
+            advice = _what_to_do(error, builder, split_target(target)[1], root)
             raise BuilderCallError(f"{target}() raised {type(error).__name__}: {error}{advice}") from None
     from torch.ao.quantization.backend_config import BackendConfig
 
@@ -148,16 +149,18 @@ def _close_function(module, function_name: str) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _what_to_do(error: Exception, root: Path) -> str:
-    """Where the builder raised, and that import calls it with no arguments from the project root."""
-    where = user_code.user_line(error, root)
+def _what_to_do(error: Exception, builder, function_name: str, root: Path) -> str:
+    """Where the builder raised and what to do: import calls it with no arguments from the project root."""
     if error.__traceback__ is not None and error.__traceback__.tb_next is None:  # the call itself: its arguments
         return (
-            "; import calls the builder with no arguments: import a module-level function that calls it with "
-            "them instead"
+            f"; import calls {function_name}() with no arguments: define a function that calls it with them at "
+            f"module level of {home_of(builder)}, and import that"
         )
-    at = f" at {where}" if where is not None else ""
-    return f"{at}; import calls the builder with no arguments, from the project root: make it return there"
+    where = user_code.user_line(error, root)
+    if where is not None and os.path.isabs(where.file) and not os.path.relpath(where.file).startswith(".."):
+        where = model.SourceLocation(os.path.relpath(where.file), where.line)  # a builder outside the project
+    at = f" (at {where})" if where is not None else ""
+    return f"{at}; import calls it with no arguments from the project root: make it return its BackendConfig there"
 
 
 def _attribute(module, function_name: str):

@@ -47,3 +47,13 @@ def get_other_unnamed_npu_backend_config():
 def get_acme_trt_backend_config():
     """Return a BackendConfig named like torch's tensorrt one, as a vendor's fork of it is."""
     return BackendConfig("tensorrt").set_backend_pattern_configs(_patterns(linear=True))
+
+
+def get_lambda_fuser_backend_config():
+    """A fuser made inside the builder as a lambda: no spec can name it (tests/test_import_errors.py)."""
+    config = (
+        BackendPatternConfig((nn.Conv2d, nn.ReLU))
+        .set_dtype_configs([npu_int8_dtype_config])
+        .set_fuser_method(lambda is_qat, conv, relu: nn.Sequential(relu, conv))
+    )
+    return BackendConfig("lambda_npu").set_backend_pattern_config(config)
