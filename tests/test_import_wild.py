@@ -100,7 +100,7 @@ def test_import_refuses_a_users_fuser_that_a_template_matches_only_on_the_trials
     assert out == ("error: pattern (nn.Conv2d, nn.ReLU): cannot name fuser_method wild_vendor_branching.backend"
                    ".get_config.<locals>.fuse: it is local to get_config(), which returns a BackendConfig, not a "
                    "callable; define it, or the factory that makes it and each argument it is given, at module "
-                   "level of an importable module\n")
+                   "level of wild_vendor_branching.backend\n")
     assert snapshot(fresh_project) == before
 
 
