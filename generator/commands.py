@@ -308,6 +308,7 @@ def cmd_import(args, console) -> int:
         )
     path = root / "spec" / f"{name}.py"
     if path.exists() and not args.force:
+        reading.find_builder(args.target, root)  # a misspelt module or function is said first
         raise errors.SpecExistsError(f"{path.relative_to(root)} exists; give --force to overwrite it or --name")
     with progress.Progress("import") as shown:
         shown.step(f"calling {args.target}")
@@ -319,6 +320,7 @@ def cmd_import(args, console) -> int:
             unchanged = round_trip.spec_already_builds(root, existing, backend_config)
             if not unchanged:
                 round_trip.refuse_to_drop_backends(existing, backend_config)
+                round_trip.refuse_to_drop_declarations(existing)
                 shown.step(f"reading {len(backend_config.configs)} pattern configs")
                 templates = root / "templates"
                 spec = reading.read_backend_config(name, args.target, builder, module, backend_config, templates)
@@ -331,7 +333,7 @@ def cmd_import(args, console) -> int:
                     spec = compaction.compact(spec, root)
         if not unchanged:
             shown.step("checking the spec regenerates")
-            _refuse_a_taken_backend_name(root, path, spec.backend)
+            spec = _with_a_free_label(root, path, spec)
             text = spec_writer.spec_source(spec)
             validation.refuse_unless_proven_equal(root, path, text, spec.backend, backend_config, args.target)
     if unchanged:
@@ -353,20 +355,14 @@ def _dependencies_report(backend) -> list[str]:
     return dependencies.report(backend)
 
 
-def _refuse_a_taken_backend_name(root: Path, path: Path, backend) -> None:
-    """regenerate requires backend names unique across spec/: never write a spec it would refuse."""
+def _with_a_free_label(root: Path, path: Path, spec):
+    """regenerate requires backend labels unique across spec/: the imported backend gets one no other
+    spec file's backend has (`round_trip.with_a_free_label`), or nothing is written."""
+    from generator.importer import round_trip
     from generator.loading import loader
 
     try:
         others = loader.load_modules(root, exclude=path, reuse=True)  # as regenerate will load them
     except errors.GeneratorError:
-        return  # the other spec files are broken already: regenerate names that, whatever import writes
-    for other in (b for m in others for b in m.backends):
-        taken = sorted({other.name, other.label} & {backend.name, backend.label})
-        if taken:
-            raise errors.DuplicateBackendError(
-                f"backend name {taken[0]!r} is already used by the backend at {other.location}; backend names "
-                f"must be unique across spec/, so replace that file (--name {Path(other.location.file).stem} "
-                "--force) or import into a project without it"
-            )
-
+        return spec  # the other spec files are broken already: regenerate names that, whatever import writes
+    return round_trip.with_a_free_label(spec, [b for m in others for b in m.backends])

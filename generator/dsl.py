@@ -502,18 +502,26 @@ def flatten(configs, call: SourceLocation | None = None) -> tuple[model.PatternC
 
 @_naming_code("reference")
 @spec_function
-def Backend(name: str, builder: str, doc: str, configs, dict_builder=None, reference=None, torch_builder=None):
+def Backend(
+    name: str, builder: str, doc: str, configs, dict_builder=None, reference=None, torch_builder=None, label=None
+):
     """One BackendConfig, returned by the generated function `builder`.
 
+    `name` is the name the BackendConfig has (torch's default "" included, or one another
+    backend's builder returns too); `label` is the project's name for the backend (`diff`,
+    `--name`, the support matrix), unique across spec/, by default `name` or the builder's.
     `reference` (or its older name `torch_builder`) is the dotted import path of a dynamic
     builder that the generated one must equal, torch's or the user's own.
     """
     location = spec_location()
     if reference is not None and torch_builder is not None:
         raise SpecFieldError("give reference= or its older name torch_builder=, not both", location)
-    if not isinstance(name, str) or not name:
-        message = f"a backend's name must be a non-empty string, not {describe(name)}"
+    if not isinstance(name, str):
+        message = f"a backend's name must be a string (the name its BackendConfig has), not {describe(name)}"
         raise SpecFieldError(message, at_argument(location, "name"))
+    if label is not None and not (isinstance(label, str) and model.LABEL.fullmatch(label)):
+        message = f"a backend's label must be a lower-case name such as my_backend, not {describe(label)}"
+        raise SpecFieldError(message, at_argument(location, "label"))
     reference_location = at_argument(location, "reference" if torch_builder is None else "torch_builder")
     reference = reference if reference is not None else torch_builder
     dotted = isinstance(reference, str) and all(part.isidentifier() for part in reference.split("."))
@@ -533,6 +541,7 @@ def Backend(name: str, builder: str, doc: str, configs, dict_builder=None, refer
         reference=reference,
         location=location,
         reference_location=reference_location if reference is not None else None,
+        given_label=label,
     )
 
 

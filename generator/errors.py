@@ -122,10 +122,6 @@ class UnusableDTypeConfigsError(GeneratorError):
     """`import` met a pattern config whose dtype_configs is not a list of DTypeConfigs (torch stores it as given)."""
 
 
-class UnnamedBackendConfigError(GeneratorError):
-    """The builder named by `import` returned a BackendConfig with torch's default empty name."""
-
-
 class ImportedSpecRefusedError(GeneratorError):
     """The spec `import` would write is one regenerate refuses; nothing is written."""
 

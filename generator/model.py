@@ -233,15 +233,33 @@ class Backend:
     removals: tuple[Removal, ...] = ()  # reference patterns this backend declares it drops
     location: SourceLocation | None = field(default=None, compare=False, repr=False)
     reference_location: SourceLocation | None = field(default=None, compare=False, repr=False)  # of reference=
+    # Backend(label=...): the project's name for it where the one derived from `name` and `builder` does not
+    # serve (the builder returns torch's default empty name, or a name another backend returns too).
+    given_label: str | None = None
 
     @property
     def label(self) -> str:
-        """The one name users see and type: the BackendConfig name when it reads as a plain
-        identifier (fbgemm, my_backend), else the builder's name without get_/_backend_config
-        (torch's `_native_and_fp16` is `test_only_legacy_native`)."""
-        if re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
-            return self.name
-        return self.builder.removeprefix("get_").removesuffix("_backend_config")
+        """The one name users see and type (`diff`, `--name`, the support matrix), unique across spec/:
+        Backend(label=...), else `default_label`. `name` is only what the builder returns."""
+        return self.given_label or default_label(self.name, self.builder)
+
+    @property
+    def label_is_given(self) -> bool:
+        """Whether the label is not the one a generated module's builder tells (`default_label`), so the
+        module must record it (`__backend_labels__`)."""
+        return self.label != default_label(self.name, self.builder)
+
+
+LABEL = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def default_label(name: str, builder: str) -> str:
+    """A backend's label unless the spec gives one: the BackendConfig name when it reads as a plain
+    identifier (fbgemm, my_backend), else the builder's name without get_/_backend_config (torch's
+    `_native_and_fp16` is `test_only_legacy_native`; a builder returning the empty name gets its own)."""
+    if LABEL.fullmatch(name):
+        return name
+    return builder.removeprefix("get_").removesuffix("_backend_config")
 
 
 @dataclass(frozen=True)

@@ -233,20 +233,28 @@ def test_import_never_overwrites_a_spec_without_force(fresh_project, capsys):
 
 
 def test_import_refuses_a_backend_name_another_spec_file_uses(fresh_project, capsys):
-    """regenerate requires backend names unique across spec/: import never writes a spec it would refuse."""
+    """regenerate requires backend names (labels) unique across spec/: import never writes a spec it would
+    refuse. The builder's own name taken, the spec file's name (--name) serves; both taken, one line."""
     (reference,) = [r for r in committed_references() if r.endswith(".get_qnnpack_pt2e_backend_config")]
     (owner,) = [m for m in committed_modules() for b in m.backends if b.reference == reference]  # as in the copy
+    (native,) = [m for m in committed_modules() for b in m.backends if b.label == "test_only_legacy_native"]
     before = {p.name: p.read_text() for p in (fresh_project / "spec").iterdir() if p.is_file()}
-    code, out = run(capsys, "--root", str(fresh_project), "import", target(reference), "--name", "pt2e_imported")
+    code, out = run(capsys, "--root", str(fresh_project), "import", target(reference), "--name",
+                    "test_only_legacy_native")  # fmt: skip
     assert code == 2
-    assert out.startswith("error: backend name 'qnnpack_pt2e' is already used by the backend at "
-                          f"{owner.spec_file}:") and out.count("\n") == 1, out
-    assert f"--name {owner.name} --force" in out
+    assert out.startswith("error: backend name 'test_only_legacy_native' is already used by the backend at "
+                          f"{native.spec_file}:") and out.count("\n") == 1, out
+    assert f"--name {native.name} --force" in out
     assert {p.name: p.read_text() for p in (fresh_project / "spec").iterdir() if p.is_file()} == before
-    # replacing the file that holds the name is what the message proposes, and it works
+    # under a name of its own, it is a second backend whose builder returns the name the first's returns
+    code, out = run(capsys, "--root", str(fresh_project), "import", target(reference), "--name", "pt2e_imported")
+    assert code == 0, out
+    labels = {b.label: b.reference for m in loader.load_modules(fresh_project) for b in m.backends}
+    assert labels["pt2e_imported"] == labels["qnnpack_pt2e"] == reference
+    # replacing the file that holds the name works too
     code, out = run(capsys, "--root", str(fresh_project), "import", target(reference), "--name", owner.name, "--force")
     assert code == 0, out
-    assert [b.reference for m in loader.load_modules(fresh_project) for b in m.backends].count(reference) == 1
+    assert [b.reference for m in loader.load_modules(fresh_project) for b in m.backends].count(reference) == 2
 
 
 @pytest.mark.parametrize(
@@ -269,11 +277,6 @@ def test_import_refuses_a_backend_name_another_spec_file_uses(fresh_project, cap
             "tests.support.user_builder:get_raising_backend_config",
             "error: tests.support.user_builder:get_raising_backend_config() raised RuntimeError: "
             "this backend needs a license",
-        ),
-        (
-            "tests.support.user_builder:get_default_named_backend_config",
-            "error: tests.support.user_builder:get_default_named_backend_config() returns a BackendConfig with torch's "
-            'default empty name, which a spec cannot give a backend; name it in the builder: BackendConfig("',
         ),
         (
             "tests.support.legacy_builder:get_local_class_backend_config",

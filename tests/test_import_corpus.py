@@ -30,11 +30,6 @@ from tests.support.projects import ROOT
 IMPORTS = "imports"
 REFUSED = "refused"
 
-# An item of issue 30 that a builder waits for: the reason its case is an xfail today.
-TAKEN_NAME = ("issue 30 item 3: a BackendConfig named like a backend the project has ({}) is refused with "
-              "--name; behind it, item 3's nested simple patterns ((nn.ReLU, (nn.BatchNorm1d, nn.Conv1d)))")
-EMPTY_NAME = "issue 30 item 3: torch's default empty name (BackendConfig()) is refused, --name does not help"
-
 
 @dataclasses.dataclass(frozen=True)
 class Case:
@@ -48,12 +43,9 @@ class Case:
 CORPUS = [
     # open-mmlab/mmrazor: torch 1.13's style (reversed nested patterns, reverse2/reverse3/reverse_sequential_
     # wrapper2 fusers), returned under torch's own names "native" and "tensorrt".
-    Case("mmrazor_academic", "mmrazor_academic:get_academic_backend_config", IMPORTS,
-         waits_for=TAKEN_NAME.format("'native'")),
-    Case("mmrazor_tensorrt", "mmrazor_tensorrt:get_tensorrt_backend_config", IMPORTS,
-         waits_for=TAKEN_NAME.format("'tensorrt'")),
-    Case("mmrazor_native", "mmrazor_native:get_native_backend_config", IMPORTS,
-         waits_for=TAKEN_NAME.format("'native'")),
+    Case("mmrazor_academic", "mmrazor_academic:get_academic_backend_config", IMPORTS),
+    Case("mmrazor_tensorrt", "mmrazor_tensorrt:get_tensorrt_backend_config", IMPORTS),
+    Case("mmrazor_native", "mmrazor_native:get_native_backend_config", IMPORTS),
     # automatedtomato/gml-lab: its own modules and fuser beside torch's fusers reached through a module alias.
     Case("gml_lab", "gml_lab:get_gml_backend_config", IMPORTS),
     # pytorch/tutorials: module-level configs, BackendPatternConfig().set_pattern(...), 2 ** -12.
@@ -61,13 +53,11 @@ CORPUS = [
     # A LiteRT backend on torch's private op-config helpers, with its own fixed-qparams constraints.
     Case("ai_edge_torch", "ai_edge_torch:get_ai_edge_torch_backend_config", IMPORTS),
     # pytorch/pytorch test_quantize_fx.py: BackendConfig() with complex-format patterns and node getters.
-    Case("fx_multiple_inputs", "pytorch_fx_fusion:get_multiple_inputs_backend_config", IMPORTS,
-         waits_for=EMPTY_NAME),
+    Case("fx_multiple_inputs", "pytorch_fx_fusion:get_multiple_inputs_backend_config", IMPORTS),
     # The same test file with its fuser and getters defined inside the builder: nothing can import them.
     Case("fx_matchallnode", "pytorch_fx_fusion:get_matchallnode_backend_config", REFUSED,
          says=("tests.support.wild.pytorch_fx_fusion.get_matchallnode_backend_config.<locals>.",
-               "local to get_matchallnode_backend_config()"),
-         waits_for=EMPTY_NAME),
+               "local to get_matchallnode_backend_config()")),
 ]
 
 

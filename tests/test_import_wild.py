@@ -100,7 +100,7 @@ def test_import_refuses_a_users_fuser_that_a_template_matches_only_on_the_trials
     assert out == ("error: pattern (nn.Conv2d, nn.ReLU): cannot name fuser_method wild_vendor_branching.backend"
                    ".get_config.<locals>.fuse: it is local to get_config(), which returns a BackendConfig, not a "
                    "callable; define it, or the factory that makes it and each argument it is given, at module "
-                   "level of an importable module\n")
+                   "level of wild_vendor_branching.backend\n")
     assert snapshot(fresh_project) == before
 
 
@@ -165,7 +165,7 @@ def test_import_names_callable_objects_by_the_module_level_names_they_are_bound_
     assert code == 2, out
     assert out.startswith("error: pattern (nn.Conv2d, nn.ReLU): cannot name fuser_method <wild_vendor_objects."
                           "backend.Fuser object at ") and out.count("\n") == 1, out
-    assert out.endswith("; define it (or bind the object) at module level of an importable module\n"), out
+    assert out.endswith("; define it (or bind the object) at module level of wild_vendor_objects.backend\n"), out
     assert snapshot(fresh_project) == before
 
     code, out = run(capsys, "--root", str(fresh_project), "import", "wild_vendor_objects.backend:get_config")

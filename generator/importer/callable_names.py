@@ -18,7 +18,7 @@ from pathlib import Path
 from generator import dsl, model
 from generator.errors import UnnamedCallableError
 from generator.importer import factories
-from generator.importer.object_paths import object_path, path_ref, readable_name
+from generator.importer.object_paths import home_of, object_path, path_ref, readable_name
 
 # Values of template parameters that are not torch objects, by parameter name.
 SCALAR_CHOICES = {"side": ("left", "right"), "with_bn": (False, True), "relu": (False, True)}
@@ -62,13 +62,15 @@ class CallableNamer:
         if match is None:
             if reason is not None:
                 raise UnnamedCallableError(
-                    f"pattern {label}: cannot name {field} {readable_name(value)}: {reason}; define it, or the "
-                    "factory that makes it and each argument it is given, at module level of an importable module"
+                    f"pattern {label}: cannot name {field} {readable_name(value)}: {reason}; define it"
+                    f"{' with def' if getattr(value, '__name__', '') == '<lambda>' else ''}, or the "
+                    f"factory that makes it and each argument it is given, at module level of {home_of(value)}"
                 )
             raise UnnamedCallableError(
                 f"pattern {label}: cannot name {field} {readable_name(value)}: it is not a public torch name, "
-                "not importable by path and matches no template in templates/functions/; define it (or bind "
-                "the object) at module level of an importable module"
+                "not importable by path and matches no template in templates/functions/; define it "
+                f"{'with def ' if getattr(value, '__name__', '') == '<lambda>' else ''}(or bind the object) at "
+                f"module level of {home_of(value)}"
             )
         template, params = match
         return self._function(template, params, getattr(value, "__name__", ""), field)

@@ -12,6 +12,8 @@ refused with the pattern and field it was found in.
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
 import types
 
@@ -88,3 +90,20 @@ def readable_name(value) -> str:
     """`module.qualname` of `value` for a message, else its repr."""
     module_name, qualname = getattr(value, "__module__", "?"), getattr(value, "__qualname__", None)
     return f"{module_name}.{qualname}" if qualname else repr(value)
+
+
+def home_of(value) -> str:
+    """Where a callable's code lives, for "define it at module level of ...": its file (relative to the
+    current folder when inside it), else its module, else "an importable module"."""
+    while isinstance(value, functools.partial):
+        value = value.func
+    code = getattr(getattr(value, "__func__", value), "__code__", None)
+    filename = getattr(code, "co_filename", None)
+    module = getattr(value, "__module__", None)
+    if isinstance(filename, str) and os.path.isabs(filename):
+        relative = os.path.relpath(filename)
+        if not relative.startswith(".."):
+            return relative
+    if isinstance(module, str) and module != "__main__":
+        return module
+    return filename if isinstance(filename, str) else "an importable module"

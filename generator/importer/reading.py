@@ -15,9 +15,12 @@ returns, so writing it that way loses nothing the equality proof compares.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import importlib
 import keyword
+import os
+import pkgutil
 import re
 import sys
 import types
@@ -29,12 +32,11 @@ from generator.errors import (
     BuilderCallError,
     BuilderImportError,
     NotABackendConfigError,
-    UnnamedBackendConfigError,
     UnusableDTypeConfigsError,
 )
 from generator.importer.callable_names import CallableNamer
 from generator.importer.dtype_names import DTypeNamer, GlobalNames, shared_lists, used_dtype_configs
-from generator.importer.object_paths import path_ref
+from generator.importer.object_paths import home_of, path_ref
 
 _CALLABLE_FIELDS = (
     ("fuser_method", "fuser_method"),
@@ -88,8 +90,9 @@ def without_the_root_import_added():
         sys.path[:] = saved
 
 
-def load_builder(target: str, root: Path):
-    """(builder function, module, the BackendConfig it returns) for MODULE:FUNCTION."""
+def find_builder(target: str, root: Path):
+    """(builder, module) for MODULE:FUNCTION, the module imported, the builder not called: one line
+    for a missing or misspelt module or function, with the close name where there is one."""
     module_name, function_name = split_target(target)
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
@@ -101,20 +104,64 @@ def load_builder(target: str, root: Path):
         try:
             module = importlib.import_module(module_name)
         except Exception as error:  # any failure of user code must become one line
-            raise BuilderImportError(f"cannot import {module_name}: {type(error).__name__}: {error}") from None
+            hint = _close_module(error, module_name, root)
+            raise BuilderImportError(f"cannot import {module_name}: {type(error).__name__}: {error}{hint}") from None
     builder = _attribute(module, function_name)
     if not callable(builder):
-        raise BuilderImportError(f"{module_name} has no function {function_name!r}")
+        hint = _close_function(module, function_name)
+        raise BuilderImportError(f"{module_name} has no function {function_name!r}{hint}")
+    return builder, module
+
+
+def load_builder(target: str, root: Path):
+    """(builder function, module, the BackendConfig it returns) for MODULE:FUNCTION."""
+    builder, module = find_builder(target, root)
     with user_code.running(BuilderCallError, f"{target}()", root):
         try:
             backend_config = builder()
         except Exception as error:
-            raise BuilderCallError(f"{target}() raised {type(error).__name__}: {error}") from None
+            advice = _what_to_do(error, builder, split_target(target)[1], root)
+            raise BuilderCallError(f"{target}() raised {type(error).__name__}: {error}{advice}") from None
     from torch.ao.quantization.backend_config import BackendConfig
 
     if not isinstance(backend_config, BackendConfig):
         raise NotABackendConfigError(f"{target}() returned {type(backend_config).__name__}, not a BackendConfig")
     return builder, module, backend_config
+
+
+def _close_module(error: Exception, module_name: str, root: Path) -> str:
+    """" (did you mean pkg.backend_config?)" when the module missing is the one named (or a package of it)."""
+    missing = getattr(error, "name", None) if isinstance(error, ModuleNotFoundError) else None
+    if not missing or not (module_name == missing or module_name.startswith(missing + ".")):
+        return ""  # a module the builder's own code imports is missing: the message names it
+    package, _, last = missing.rpartition(".")
+    paths = getattr(sys.modules.get(package), "__path__", None) if package else [str(root)]
+    names = [m.name for m in pkgutil.iter_modules(paths)] if paths is not None else []
+    close = difflib.get_close_matches(last, names, n=1)
+    if not close:
+        return ""
+    return f" (did you mean {package + '.' if package else ''}{close[0]}{module_name[len(missing):]}?)"
+
+
+def _close_function(module, function_name: str) -> str:
+    first = function_name.split(".")[0]
+    names = [n for n, value in vars(module).items() if not n.startswith("_") and callable(value)]
+    close = difflib.get_close_matches(first, names, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _what_to_do(error: Exception, builder, function_name: str, root: Path) -> str:
+    """Where the builder raised and what to do: import calls it with no arguments from the project root."""
+    if error.__traceback__ is not None and error.__traceback__.tb_next is None:  # the call itself: its arguments
+        return (
+            f"; import calls {function_name}() with no arguments: define a function that calls it with them at "
+            f"module level of {home_of(builder)}, and import that"
+        )
+    where = user_code.user_line(error, root)
+    if where is not None and os.path.isabs(where.file) and not os.path.relpath(where.file).startswith(".."):
+        where = model.SourceLocation(os.path.relpath(where.file), where.line)  # a builder outside the project
+    at = f" (at {where})" if where is not None else ""
+    return f"{at}; import calls it with no arguments from the project root: make it return its BackendConfig there"
 
 
 def _attribute(module, function_name: str):
@@ -137,11 +184,6 @@ def default_name(function_name: str) -> str:
 
 
 def read_backend_config(name: str, target: str, builder, module, backend_config, templates_dir: Path) -> ImportedSpec:
-    if not backend_config.name:
-        raise UnnamedBackendConfigError(
-            f"{target}() returns a BackendConfig with torch's default empty name, which a spec cannot give "
-            'a backend; name it in the builder: BackendConfig("my_backend")'
-        )
     dtypes = DTypeNamer(GlobalNames.of(module), used_dtype_configs(backend_config))
     callables = CallableNamer(templates_dir)
     configs = tuple(_pattern_config(c, dtypes, callables) for c in backend_config.configs)

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from generator import model
-from generator.errors import GeneratorError, ImportWouldDropError
+from generator.errors import DuplicateBackendError, GeneratorError, ImportWouldDropError
 from generator.model import ModuleSpec
 
 
@@ -78,13 +78,68 @@ def refuse_to_drop_backends(module: ModuleSpec | None, backend_config) -> None:
     """`import` writes a spec of one backend: replacing a file that declares several would drop
     the others (replacing a file's one backend is what --force asks for)."""
     if module is not None and len(module.backends) > 1:
-        others = [b for b in module.backends if b.name != backend_config.name]
+        replaced = _replaced(module, backend_config.name)
+        others = [b for b in module.backends if b is not replaced]
         names = ", ".join(repr(b.label) for b in others)
         raise ImportWouldDropError(
             f"{module.spec_file} also declares {names}, which import (one backend per file) would drop; "
             f"move {'it' if len(others) == 1 else 'them'} to a spec file of {'its' if len(others) == 1 else 'their'} "
             f"own first, or edit {module.spec_file} by hand"
         )
+
+
+def refuse_to_drop_declarations(module: ModuleSpec | None) -> None:
+    """`import` writes what the builder returns, and no declared difference from a reference builder
+    (`added`/`removed`/`changed`): replacing a spec that declares some would drop them silently."""
+    if module is None:
+        return
+    from generator.building.expansion import expand_backend
+
+    try:  # the whole file is replaced (one that declares other backends too is refused before)
+        declared = [d for b in module.backends for d in expand_backend(b).declarations]
+    except GeneratorError:
+        return  # regenerate refuses the replaced spec already: nothing of it would build
+    if declared:
+        listed = ", ".join(f"{d.kind} {d.pattern} ({d.location})" for d in declared)
+        raise ImportWouldDropError(
+            f"{module.spec_file} declares differences from its reference builder that import does not write: "
+            f"{listed}; import into a new file (--name {module.name}_imported) and carry them over by hand, "
+            f"or delete them from {module.spec_file} first"
+        )
+
+
+def _replaced(module: ModuleSpec, name: str, builder: str | None = None) -> model.Backend | None:
+    """The backend of `module` that an import of a BackendConfig named `name` replaces: the one of that
+    name (and builder, where several have the name)."""
+    named = [b for b in module.backends if b.name == name]
+    return next((b for b in named if b.builder == builder), named[0] if named else None)
+
+
+def with_a_free_label(spec, others: list[model.Backend]):
+    """`spec` (a `reading.ImportedSpec`) with a label no backend of `others` (the other spec files') has:
+    the one of the spec it replaces, else the name its builder returns when that is a plain name, else
+    the spec file's name (`--name`, by default the builder's); one line when none is free."""
+    taken = {b.label: b for b in others}
+    backend = spec.backend
+    own = backend.name if model.LABEL.fullmatch(backend.name) else None
+    for label in (backend.given_label, own, spec.name):
+        if label is not None and label not in taken:
+            given = label if label != model.default_label(backend.name, backend.builder) else None
+            return replace(spec, backend=replace(backend, given_label=given))
+    other = taken[spec.name]
+    owner = taken.get(own, other)
+    if owner is other:
+        used = f"backend name {spec.name!r} is already used by the backend at {other.location}"
+    else:
+        used = (
+            f"backend names {own!r} (its builder's) and {spec.name!r} (--name) are already used by the "
+            f"backends at {owner.location} and {other.location}"
+        )
+    owner_file = Path(owner.location.file).stem if owner.location else spec.name
+    raise DuplicateBackendError(
+        f"{used}; backend names must be unique across spec/, so import with another --name, or replace "
+        f"that file (--name {owner_file} --force)"
+    )
 
 
 def recover(spec, module: ModuleSpec | None):
@@ -94,7 +149,7 @@ def recover(spec, module: ModuleSpec | None):
     (`torch.float`) of each dtype config of equal content."""
     if module is None:
         return spec
-    backend = next((b for b in module.backends if b.name == spec.backend.name), None)
+    backend = _replaced(module, spec.backend.name, spec.backend.builder)
     if backend is None:
         return spec
     sections = {c.key: c.section for c in backend.configs if c.section}
@@ -126,7 +181,9 @@ def recover(spec, module: ModuleSpec | None):
         return spec  # a recovered name would clash with an imported one: keep the import's names
     from generator.importer.dtype_names import shared_lists
 
-    recovered = replace(spec.backend, builder=backend.builder, doc=backend.doc, configs=configs)
+    recovered = replace(
+        spec.backend, builder=backend.builder, doc=backend.doc, configs=configs, given_label=backend.given_label
+    )
     return replace(
         spec,
         backend=recovered,

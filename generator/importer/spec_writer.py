@@ -157,6 +157,7 @@ def spec_source(spec: ImportedSpec) -> str:
     op_lists = {loop.list_name: loop.op_list for loop in spec.entries if isinstance(loop, Loop) and loop.list_name}
     op_lists_source = [f"{name} = [{', '.join(writer.value(op) for op in ops)}]" for name, ops in op_lists.items()]
     configs = "".join(f"{writer.entry(e)},\n" for e in spec.entries or backend.configs)
+    label = f"label={backend.given_label!r}, " if backend.given_label else ""  # the project's name, not name=
     # Patterns and loops written out read best at module level; a few op-group calls stay in Backend(...).
     module_level = not spec.entries or not all(isinstance(e, GroupCall) for e in spec.entries)
     configs_name = _configs_name(spec) if module_level else f"[\n{configs}]"
@@ -164,7 +165,7 @@ def spec_source(spec: ImportedSpec) -> str:
     doc={spec.module_doc or f"BackendConfig imported from {backend.reference}."!r},
     backends=[
         Backend(
-            name={backend.name!r},
+            {label}name={backend.name!r},
             builder={backend.builder!r},
             doc={backend.doc!r},
             reference={backend.reference!r},

@@ -270,18 +270,18 @@ def _check_unique_outputs(modules: list[ModuleSpec]) -> None:
 
 
 def _check_unique_backends(modules: list[ModuleSpec]) -> None:
-    """The support matrix, diff and lint key on backend names and labels: one backend each."""
+    """The support matrix, diff and lint key on backend labels, the project's names: one backend each.
+    The names their BackendConfigs have may repeat (torch's default "" among them)."""
     seen: dict[str, object] = {}
     for backend in (b for m in modules for b in m.backends):
-        # One namespace for both: a label users type must not name another backend.
-        for name in dict.fromkeys((backend.name, backend.label)):
-            other = seen.setdefault(name, backend)
-            if other is not backend:
-                raise DuplicateBackendError(
-                    f"backend name {name!r} is already used by the backend at {other.location}; "
-                    "backend names must be unique across spec/",
-                    backend.location,
-                )
+        other = seen.setdefault(backend.label, backend)
+        if other is not backend:
+            raise DuplicateBackendError(
+                f"backend name {backend.label!r} is already used by the backend at {other.location}; "
+                "backend names must be unique across spec/ (Backend(label=...) names one otherwise than "
+                "the name its builder returns)",
+                backend.location,
+            )
 
 
 def _check_declarations_have_a_reference(modules: list[ModuleSpec]) -> None:

@@ -207,22 +207,31 @@ def _unchanged_backends(old: dict[str, str], new: dict[str, str]) -> dict[str, t
     found = {}
     for module in sorted(old.keys() & new.keys()):
         builders = _declared_builders(old[module]) if old[module] == new[module] else None
-        for function, name in builders or ():
-            found[Backend(name, function, "", ()).label] = (name, module)
+        for function, name, label in builders or ():
+            found[label or Backend(name, function, "", ()).label] = (name, module)
     return found
 
 
-def _declared_builders(source: str) -> list[tuple[str, str]] | None:
-    """(function, BackendConfig name) of each builder a generated module exports, read from its source;
-    None unless every one has the shape the templates give: `return BackendConfig("name")...`."""
+def _declared_builders(source: str) -> list[tuple[str, str, str | None]] | None:
+    """(function, BackendConfig name, label the module records or None) of each builder a generated module
+    exports, read from its source; None unless every one has the shape the templates give:
+    `return BackendConfig("name")...`, and the labels a `__backend_labels__ = {...}` of strings."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return None
     exported = functions = None
+    labels: dict = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__all__"]:
             exported = ast.literal_eval(node.value) if isinstance(node.value, ast.List) else None
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__backend_labels__"]:
+            try:
+                labels = ast.literal_eval(node.value)
+            except ValueError:
+                labels = None
+    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+        return None
     if not isinstance(exported, list):
         return None
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
@@ -232,7 +241,7 @@ def _declared_builders(source: str) -> list[tuple[str, str]] | None:
             name = _built_name(functions.get(function))
             if name is None:
                 return None
-            builders.append((function, name))
+            builders.append((function, name, labels.get(function)))
     return builders
 
 
@@ -244,6 +253,8 @@ def _built_name(function: ast.FunctionDef | None) -> str | None:
         node = node.func.value
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "BackendConfig"):
         return None
+    if not node.args and not node.keywords:
+        return ""  # BackendConfig(): torch's default name
     if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], ast.Constant):
         return None
     return node.args[0].value if isinstance(node.args[0].value, str) else None

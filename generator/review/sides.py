@@ -183,14 +183,23 @@ def side_backends(side: Side, sources: dict[str, str], skipped: set[str]) -> dic
                     f"{revision}generated/{module_name}.py fails to import: {type(error).__name__}: {error}; "
                     f"compare other revisions, or regenerate and commit at {side.title}"
                 ) from None
-        names = dtype_names(module)
+        names, labels = dtype_names(module), given_labels(module)
         for function in getattr(module, "__all__", vars(module)):
             if function.startswith("get_") and function.endswith("_backend_config"):
                 with user_code.running(GeneratedModuleError, f"{where}: {function}()", side.root):
                     config = getattr(module, function)()
-                label = Backend(config.name, function, "", ()).label
+                label = labels.get(function) or Backend(config.name, function, "", ()).label
                 found[label] = SideBackend(label, config.name, module_name, config, names)
     return found
+
+
+def given_labels(module: types.ModuleType) -> dict[str, str]:
+    """{builder: label} of a generated module's builders whose spec gives the label (`Backend(label=...)`):
+    the module records them, since their BackendConfig's name does not tell it."""
+    labels = getattr(module, "__backend_labels__", None)
+    if not isinstance(labels, dict):
+        return {}
+    return {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def _side_locations(side: Side) -> dict[str, dict[str, str]]:
@@ -315,7 +324,10 @@ def choose(wanted: list[str], known: list[tuple[str, set[str]]]) -> set[str]:
     if unknown:
         choices = ", ".join(sorted({label for label, _ in known}))
         raise UnknownBackendError(f"unknown backend(s) {', '.join(sorted(unknown))}; choose from {choices}")
-    return {label for label, names in known if names & set(wanted)}
+    labels = {label for label, _ in known}
+    # A backend's label names it alone, though other backends' BackendConfigs may have that name too.
+    chosen = set(wanted) & labels
+    return chosen | {label for label, names in known if names & (set(wanted) - labels)}
 
 
 def _builder_ref(module: ModuleSpec, backend: Backend) -> BuilderRef:

@@ -125,7 +125,7 @@ def get_empty_backend_config():
 
 
 def get_default_named_backend_config():
-    """torch's BackendConfig() has the empty name, which no spec can give a backend."""
+    """torch's BackendConfig() has the empty name: the generated builder returns it too."""
     return make_backend_config(BackendConfig().name)
 
 
