@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from generator import cli
-from generator.building.output_check import check_bindings
+from generator.building.output_check import check_bindings, check_imports
 from generator.errors import OutputCheckError
 from generator.review.equality import compare_backend_configs
 from tests.support.projects import ROOT
@@ -109,6 +109,20 @@ def test_the_check_refuses_a_name_bound_twice(text, line, name, first):
 )
 def test_the_check_passes_names_bound_once(text):
     check_bindings(text, "generated/x.py")
+
+
+def test_rendering_refuses_import_lines_that_bind_a_name_twice():
+    """render_module checks its import lines, whoever renders (import's validation too)."""
+    lines = ["from a import fuse_conv_bn", "from b import fuse_conv_bn"]
+    with pytest.raises(OutputCheckError) as refused:
+        check_imports(lines, "generated/x.py")
+    assert str(refused.value) == (
+        "generated/x.py: the generator imports two objects as 'fuse_conv_bn' (`from a import fuse_conv_bn` and "
+        "`from b import fuse_conv_bn`), so one silently replaces the other: a bug of the generator's naming; "
+        "please report it"
+    )
+    check_imports(["import torch", "import torch.nn as nn", "from b import fuse_conv_bn as b_fuse_conv_bn",
+                   "from torch.ao.quantization.fuser_method_mappings import fuse_conv_bn"], "generated/x.py")
 
 
 # ---------------------------------------------------------------- import of a builder with torch's names

@@ -64,16 +64,38 @@ def check_bindings(text: str, output: str) -> None:
     object it imports a name of its own (building/import_names.py), and a spec's own names that clash are
     refused before this runs (naming.check_spec_names), so a text this refuses is the generator's bug.
     """
+    twice = _bound_twice(ast.parse(text).body)
+    if twice is not None:
+        name, first, line = twice
+        raise OutputCheckError(
+            f"{output}:{line}: the generator bound {name!r} a second time (first at line {first}), so one object "
+            "silently replaces the other: a bug of the generator's templates or naming; please report it"
+        )
+
+
+def check_imports(lines: list[str], output: str) -> None:
+    """Raise OutputCheckError when two of a module's import lines (rendering's, one statement each, before
+    the template places them) bind one name: the check rendering makes of every module it renders, whoever
+    asks (import's validation too); check_bindings reads the whole module, once rendered."""
+    twice = _bound_twice(ast.parse("\n".join(lines)).body)
+    if twice is not None:
+        name, first, line = twice
+        raise OutputCheckError(
+            f"{output}: the generator imports two objects as {name!r} (`{lines[first - 1]}` and "
+            f"`{lines[line - 1]}`), so one silently replaces the other: a bug of the generator's naming; "
+            "please report it"
+        )
+
+
+def _bound_twice(body: list[ast.stmt]) -> tuple[str, int, int] | None:
+    """(name, line of its first binding, line of its second) of the first name bound twice, or None."""
     first: dict[str, tuple[int, str | None]] = {}  # name -> (line, package) of its first binding
-    for line, name, package in _module_level_bindings(ast.parse(text).body):
+    for line, name, package in _module_level_bindings(body):
         if name not in first:
             first[name] = (line, package)
         elif package is None or package != first[name][1]:
-            raise OutputCheckError(
-                f"{output}:{line}: the generator bound {name!r} a second time (first at line {first[name][0]}), "
-                "so one object silently replaces the other: a bug of the generator's templates or naming; "
-                "please report it"
-            )
+            return name, first[name][0], line
+    return None
 
 
 def _module_level_bindings(body: list[ast.stmt]):

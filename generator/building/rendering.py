@@ -21,6 +21,7 @@ from generator.building.expansion import ExpandedModule, torch_refs
 from generator.building.formatting import BLOCK_MARKER, ENTRY_MARKER
 from generator.building.import_names import import_aliases
 from generator.building.matrix import SupportMatrix
+from generator.building.output_check import check_imports
 from generator.building.template_cache import TemplateBytecodeCache
 from generator.errors import SpecFieldError, TemplateRenderError
 from generator.model import (
@@ -90,12 +91,14 @@ def render_module(module: ExpandedModule, templates_dir: Path) -> str:
     env = make_environment(templates_dir)
     refs = list(_module_refs(module))
     aliases = import_aliases(module, (ref.path for ref in refs))
+    imports = import_lines(refs, _names_imported(module), aliases)
+    check_imports(imports, module.spec.output)
     token = _ALIASES.set(aliases)
     try:
         functions = [render_function(env, f) for f in module.functions]
         return env.get_template("module.py.j2").render(
             module=module,
-            imports=import_lines(refs, _names_imported(module), aliases),
+            imports=imports,
             exports=_exports(module),
             functions=functions,
         )
