@@ -39,6 +39,7 @@ OUTPUT_SHAPING_MODULES = (
     "cache.py",  # which kept entries a run uses
     "building/expansion.py",
     "building/rendering.py",
+    "building/import_names.py",  # the names a generated module imports its objects under
     "building/template_cache.py",  # compiled templates reused between runs
     "spelling.py",
     "loading/spellings.py",  # the spelling of numbers in generated modules

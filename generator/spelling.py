@@ -13,6 +13,7 @@ import operator
 import re
 import sys
 import types
+from collections.abc import Mapping
 
 from generator.errors import TemplateRenderError
 from generator.model import Call, DTypeConfig, DTypeWithConstraints, FunctionDef, TorchRef
@@ -35,6 +36,9 @@ FROM_IMPORT_MODULES = (
     "torch.ao.quantization.utils",
 )
 
+
+# {(module, name): alias} for objects a generated module imports under an alias (building/import_names.py).
+Aliases = Mapping[tuple[str, str], str]
 
 _LONGEST_MODULE_FIRST = sorted([*MODULE_ALIASES, *FROM_IMPORT_MODULES], key=len, reverse=True)
 
@@ -85,13 +89,21 @@ def _find_spec(name: str, locations: list[str] | None):
     return None
 
 
-def ref_source(ref: TorchRef) -> str:
+def ref_source(ref: TorchRef, aliases: Aliases | None = None) -> str:
+    """How the generated module spells `ref`: through its module's alias, or by the name it imports it under
+    (its alias in `aliases`, {(module, name): alias}, else the name itself)."""
     module, rest, by_name = split_ref(ref.path)
-    return rest if by_name else f"{MODULE_ALIASES[module]}.{rest}"
+    if not by_name:
+        return f"{MODULE_ALIASES[module]}.{rest}"
+    if aliases:
+        name, dot, attribute = rest.partition(".")
+        return aliases.get((module, name), name) + dot + attribute
+    return rest
 
 
-def import_lines(refs, extra_names: dict[str, set[str]]) -> list[str]:
-    """Sorted import statements for the given references plus names imported by name."""
+def import_lines(refs, extra_names: dict[str, set[str]], aliases: Aliases | None = None) -> list[str]:
+    """Sorted import statements for the given references plus names imported by name (`name as alias`
+    for each in `aliases`)."""
     plain: set[str] = set()
     by_name: dict[str, set[str]] = {m: set(n) for m, n in extra_names.items()}
     for path in dict.fromkeys(ref.path for ref in refs):  # the same few hundred paths, thousands of times
@@ -103,21 +115,24 @@ def import_lines(refs, extra_names: dict[str, set[str]]) -> list[str]:
             plain.add(f"import {module}" if alias == module else f"import {module} as {alias}")
     lines = sorted(plain, key=lambda line: line.split(" as ")[0])
     for module in sorted(by_name):
-        lines.append(f"from {module} import {', '.join(sorted(by_name[module]))}")
+        aliased = aliases or {}
+        names = (f"{n} as {aliased[module, n]}" if (module, n) in aliased else n for n in sorted(by_name[module]))
+        lines.append(f"from {module} import {', '.join(names)}")
     return lines
 
 
-def python_source(value) -> str:
-    """A Python expression that evaluates to `value`, for values of the model."""
+def python_source(value, aliases: Aliases | None = None) -> str:
+    """A Python expression that evaluates to `value`, for values of the model (`aliases`: see ref_source)."""
     if isinstance(value, TorchRef):
-        return ref_source(value)
+        return ref_source(value, aliases)
     if isinstance(value, (DTypeConfig, DTypeWithConstraints, FunctionDef)):
         return value.name
     if isinstance(value, Call):
-        arguments = [python_source(v) for v in value.args] + [f"{k}={python_source(v)}" for k, v in value.keywords]
-        return f"{ref_source(value.function)}({', '.join(arguments)})"
+        arguments = [python_source(v, aliases) for v in value.args]
+        arguments += [f"{k}={python_source(v, aliases)}" for k, v in value.keywords]
+        return f"{ref_source(value.function, aliases)}({', '.join(arguments)})"
     if isinstance(value, tuple):
-        items = [python_source(v) for v in value]
+        items = [python_source(v, aliases) for v in value]
         return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
     if value is None or isinstance(value, (bool, int, float, str)):
         return repr(value)

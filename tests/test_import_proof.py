@@ -158,8 +158,9 @@ def test_a_builder_with_its_own_fuse_conv_bn_beside_torchs_never_gets_a_silently
         assert code == 2 and out.startswith("error: not written: ") and out.count("\n") == 1, out
         assert snapshot(fresh_project) == before
         return
+    written = next(line.split()[1].rstrip(":") for line in out.splitlines() if line.startswith("written "))
     code, out = run(capsys, "--root", str(fresh_project), "regenerate")
     assert code == 0, out
-    generated = load_generated(fresh_project / "generated" / "config.py").get_both_config()
+    generated = load_generated(fresh_project / "generated" / written.removeprefix("spec/")).get_both_config()
     original = importlib.import_module("proof_both.backend").get_both_config()
     assert compare_backend_configs("proof", generated, original) == []

@@ -117,13 +117,6 @@ def check_spec_names(root: Path, module: ExpandedModule, text: str) -> None:
             )
 
 
-def chosen_names(module: ExpandedModule) -> list[str]:
-    """Every name the spec chooses, all check_spec_names's verdict depends on besides the text."""
-    names = [value.name for values in (module.constraints, module.dtype_configs, module.functions) for value in values]
-    builders = [getattr(b.backend, argument) for b in module.backends for argument in ("builder", "dict_builder")]
-    return names + [name for name in builders if name]
-
-
 @contextlib.contextmanager
 def _locating(root: Path):
     """at_argument reads the spec files of the project being built."""

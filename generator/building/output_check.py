@@ -54,6 +54,93 @@ def _first_use(text: str, name: str) -> int:
     return min(lines, default=1)
 
 
+def check_bindings(text: str, output: str) -> None:
+    """Raise OutputCheckError when `text` binds one module-level name twice: a later import, assignment,
+    def or class replaces the earlier object, and every use gets the later one, silently.
+
+    The module's own statements are read, those nested in its `if`, `try`, `for`, `while` and `with`
+    blocks too. `import torch` and `import torch.ao.quantization.backend_config.utils` both bind `torch`,
+    to one package: plain imports of one package without `as` are one binding. The generator gives every
+    object it imports a name of its own (building/import_names.py), and a spec's own names that clash are
+    refused before this runs (naming.check_spec_names), so a text this refuses is the generator's bug.
+    """
+    twice = _bound_twice(ast.parse(text).body)
+    if twice is not None:
+        name, first, line = twice
+        raise OutputCheckError(
+            f"{output}:{line}: the generator bound {name!r} a second time (first at line {first}), so one object "
+            "silently replaces the other: a bug of the generator's templates or naming; please report it"
+        )
+
+
+def check_imports(lines: list[str], output: str) -> None:
+    """Raise OutputCheckError when two of a module's import lines (rendering's, one statement each, before
+    the template places them) bind one name: the check rendering makes of every module it renders, whoever
+    asks (import's validation too); check_bindings reads the whole module, once rendered."""
+    twice = _bound_twice(ast.parse("\n".join(lines)).body)
+    if twice is not None:
+        name, first, line = twice
+        raise OutputCheckError(
+            f"{output}: the generator imports two objects as {name!r} (`{lines[first - 1]}` and "
+            f"`{lines[line - 1]}`), so one silently replaces the other: a bug of the generator's naming; "
+            "please report it"
+        )
+
+
+def _bound_twice(body: list[ast.stmt]) -> tuple[str, int, int] | None:
+    """(name, line of its first binding, line of its second) of the first name bound twice, or None."""
+    first: dict[str, tuple[int, str | None]] = {}  # name -> (line, package) of its first binding
+    for line, name, package in _module_level_bindings(body):
+        if name not in first:
+            first[name] = (line, package)
+        elif package is None or package != first[name][1]:
+            return name, first[name][0], line
+    return None
+
+
+def _module_level_bindings(body: list[ast.stmt]):
+    """(line, name, package) of each module-level binding in `body`, in order; `package` is the package a
+    plain import without `as` binds (two of them bind one object), else None."""
+    for node in body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                package = alias.name.split(".")[0]
+                yield node.lineno, alias.asname or package, None if alias.asname else package
+            continue
+        for name in _names_bound_by(node):
+            yield node.lineno, name, None
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue  # its body binds names of its own scope
+        for handler in getattr(node, "handlers", []):
+            if handler.name:
+                yield handler.lineno, handler.name, None
+            yield from _module_level_bindings(handler.body)
+        for field in ("body", "orelse", "finalbody"):
+            yield from _module_level_bindings(getattr(node, field, []))
+
+
+def _names_bound_by(node: ast.stmt) -> list[str]:
+    """The names a statement other than a plain import binds at module level, its nested blocks aside."""
+    if isinstance(node, ast.ImportFrom):
+        return [alias.asname or alias.name for alias in node.names]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    targets: list[ast.AST] = []
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor)) or (
+        isinstance(node, ast.AnnAssign) and node.value is not None
+    ):
+        targets = [node.target]
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+    names = [n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)]
+    # Assignment expressions (`(x := ...)`) in the statement's own expressions; nested blocks are walked apart.
+    expressions = [getattr(node, field, None) for field in ("value", "test", "iter")]
+    walrus = (n for e in expressions if isinstance(e, ast.AST) for n in ast.walk(e) if isinstance(n, ast.NamedExpr))
+    return names + [n.target.id for n in walrus]
+
+
 def module_bindings(text: str) -> dict[str, list[tuple[int, str]]]:
     """(line, "imports" or "defines") of each module-level binding of each name."""
     found: dict[str, list[tuple[int, str]]] = {}

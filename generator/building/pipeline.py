@@ -13,11 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from generator import digests, process
-from generator.building import check_memo, formatting, naming, rendering, resolution
+from generator.building import check_memo, formatting, import_names, naming, rendering, resolution
 from generator.building.expansion import ExpandedModule, check_dtype_config_declarations, expand_module
 from generator.building.formatting import Formatter
 from generator.building.matrix import support_matrix
-from generator.building.output_check import check_module
+from generator.building.output_check import check_bindings, check_module
 from generator.building.rendering import render_matrix, render_module
 from generator.errors import GeneratorError
 from generator.freshness.planning import Target
@@ -108,6 +108,7 @@ def build(
         if target.name not in checked:
             check_module(texts[target.name], by_name[target.name].spec.output)  # before anything is written
             naming.check_spec_names(root, by_name[target.name], texts[target.name])
+            check_bindings(texts[target.name], by_name[target.name].spec.output)  # a spec's clash is named first
         built(target.relative)
     return texts
 
@@ -204,7 +205,7 @@ def _rendered_and_checked_there(root: Path, modules: list[ExpandedModule]) -> tu
 
 
 def _passes_checks(root: Path, name: str, module: ExpandedModule, text: str) -> bool:
-    digest = check_memo.key(text, module.spec.output, naming.chosen_names(module))
+    digest = check_memo.key(text, module.spec.output, import_names.chosen_names(module))
     if check_memo.passed(root, name, digest):
         return True  # this very text passed both checks with these names (see generator/building/check_memo.py)
     entry_lines = sum(len(b.backend.configs) + 1 for b in module.backends if b.backend.configs)
@@ -214,7 +215,9 @@ def _passes_checks(root: Path, name: str, module: ExpandedModule, text: str) -> 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             check_module(text, module.spec.output)
-            naming.check_spec_names(root, module, formatting.without_entries(text, entry_lines))
+            bindings = formatting.without_entries(text, entry_lines)  # all of the module-level ones
+            naming.check_spec_names(root, module, bindings)
+            check_bindings(bindings, module.spec.output)
     except Exception:  # noqa: BLE001 - checked again on black's text, which says what is wrong (compile's
         # RecursionError on a huge expression too: raised there, in order, by this process)
         return False

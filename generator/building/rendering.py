@@ -8,6 +8,7 @@ is decided in generator/spelling.py.
 
 from __future__ import annotations
 
+import contextvars
 import difflib
 import functools
 import re
@@ -18,7 +19,9 @@ import jinja2.meta
 
 from generator.building.expansion import ExpandedModule, torch_refs
 from generator.building.formatting import BLOCK_MARKER, ENTRY_MARKER
+from generator.building.import_names import import_aliases
 from generator.building.matrix import SupportMatrix
+from generator.building.output_check import check_imports
 from generator.building.template_cache import TemplateBytecodeCache
 from generator.errors import SpecFieldError, TemplateRenderError
 from generator.model import (
@@ -54,11 +57,16 @@ def make_environment(templates_dir: Path) -> jinja2.Environment:
     return env
 
 
+# The aliases of the module being rendered (building/import_names.py), which the `py` filter spells
+# its objects with, in its function templates too.
+_ALIASES: contextvars.ContextVar[dict[tuple[str, str], str] | None] = contextvars.ContextVar("aliases", default=None)
+
+
 def _python_source(value) -> str:
     """The `py` filter; an undefined variable fails as itself, so its template line is reported."""
     if isinstance(value, jinja2.Undefined):
         value._fail_with_undefined_error()
-    return python_source(value)
+    return python_source(value, _ALIASES.get())
 
 
 def markdown_code(text: str) -> str:
@@ -81,16 +89,23 @@ def preload(templates_dir: Path, cache_root: Path | None = None) -> None:
 def render_module(module: ExpandedModule, templates_dir: Path) -> str:
     """The module's source text, before formatting and without the digest header."""
     env = make_environment(templates_dir)
+    refs = list(_module_refs(module))
+    aliases = import_aliases(module, (ref.path for ref in refs))
+    imports = import_lines(refs, _names_imported(module), aliases)
+    check_imports(imports, module.spec.output)
+    token = _ALIASES.set(aliases)
     try:
         functions = [render_function(env, f) for f in module.functions]
         return env.get_template("module.py.j2").render(
             module=module,
-            imports=import_lines(_module_refs(module), _names_imported(module)),
+            imports=imports,
             exports=_exports(module),
             functions=functions,
         )
     except jinja2.TemplateError as error:
         raise _template_error(error, templates_dir) from None
+    finally:
+        _ALIASES.reset(token)
 
 
 def render_matrix(matrix: SupportMatrix, templates_dir: Path) -> str:
