@@ -298,21 +298,18 @@ def _content_changes(root: Path, stale: list, console) -> list:
 
 def cmd_import(args, console) -> int:
     from generator import user_code
-    from generator.importer import reading, round_trip, sections, spec_writer, validation
+    from generator.importer import dependencies, reading, round_trip, sections, spec_writer, validation
 
     root = args.root
     name = args.name or reading.default_name(reading.split_target(args.target)[1])
-    if not reading.valid_spec_name(name):
-        raise errors.ImportNameError(
-            f"{name!r} cannot name a spec file: use a lower-case identifier that is not a Python keyword (--name)"
-        )
+    _refuse_a_spec_name(name)
     path = root / "spec" / f"{name}.py"
     if path.exists() and not args.force:
         reading.find_builder(args.target, root)  # a misspelt module or function is said first
         raise errors.SpecExistsError(f"{path.relative_to(root)} exists; give --force to overwrite it or --name")
     with progress.Progress("import") as shown:
         shown.step(f"calling {args.target}")
-        builder, module, backend_config = reading.load_builder(args.target, root)
+        builder, module, backend_config, globals_before = reading.load_builder(args.target, root)
         # Reading the config calls the builder's own callables (fuser methods): an exit there must not end the run.
         with user_code.running(errors.BuilderCallError, f"reading {args.target}()", root, exceptions=False):
             shown.step("comparing with the existing spec")
@@ -334,6 +331,7 @@ def cmd_import(args, console) -> int:
         if not unchanged:
             shown.step("checking the spec regenerates")
             spec = _with_a_free_label(root, path, spec)
+            dependencies.refuse_rebound(spec.backend, globals_before, args.target)
             text = spec_writer.spec_source(spec)
             validation.refuse_unless_proven_equal(root, path, text, spec.backend, backend_config, args.target)
     if unchanged:
@@ -341,18 +339,33 @@ def cmd_import(args, console) -> int:
         console.say(f"next: {FIX_COMMAND}")
         return OK
     files.write_if_changed(path, text)
-    console.say(f"{'written':9} {path.relative_to(root)}: {len(spec.backend.configs)} patterns", "green")
-    for line in _dependencies_report(spec.backend):
+    count = len(spec.backend.configs)
+    console.say(f"{'written':9} {path.relative_to(root)}: {count} pattern{'' if count == 1 else 's'}", "green")
+    for line in dependencies.report(spec.backend):
         console.say(line)
     console.say(f"next: {FIX_COMMAND}")
     return OK
 
 
-def _dependencies_report(backend) -> list[str]:
-    """What the generated module still imports from the legacy code (importer/dependencies.py)."""
-    from generator.importer import dependencies
+def _refuse_a_spec_name(name: str) -> None:
+    """--name (or the builder's name) must name a spec file regenerate reads and a module it may write."""
+    from generator.building.naming import PACKAGE_FILES
+    from generator.importer import reading
 
-    return dependencies.report(backend)
+    if name.startswith("_"):
+        raise errors.ImportNameError(
+            f"{name!r} cannot name a backend's spec file: a leading underscore makes spec/{name}.py a helper "
+            "module that regenerate does not read as a backend; give --name without it"
+        )
+    if not reading.valid_spec_name(name):
+        raise errors.ImportNameError(
+            f"{name!r} cannot name a spec file: use a lower-case identifier that is not a Python keyword (--name)"
+        )
+    if name in PACKAGE_FILES:
+        raise errors.ImportNameError(
+            f"{name!r} cannot name a spec file: generated/{name}.py is a file of the generated/ package itself; "
+            "give --name another name"
+        )
 
 
 def _with_a_free_label(root: Path, path: Path, spec):

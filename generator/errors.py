@@ -118,8 +118,13 @@ class UnspellableBoundError(GeneratorError):
     """`import` met a DTypeWithConstraints bound a spec cannot write: not a finite number."""
 
 
-class UnusableDTypeConfigsError(GeneratorError):
-    """`import` met a pattern config whose dtype_configs is not a list of DTypeConfigs (torch stores it as given)."""
+class BuilderRebindsError(GeneratorError):
+    """The builder named by `import` rebinds, when it runs, a module-level name the generated module imports."""
+
+
+class UnusablePatternConfigError(GeneratorError):
+    """`import` met a pattern config holding a value torch stores unchecked but its flow cannot use
+    (one DTypeConfig for a list, a string for an ObservationType, ...) or a subclass of torch's classes."""
 
 
 class ImportedSpecRefusedError(GeneratorError):

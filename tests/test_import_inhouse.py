@@ -88,7 +88,8 @@ def test_the_generated_module_binds_each_name_once(imported):
         for alias in node.names
     ]
     bound += [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
-    bound += [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)]
+    assigned = (t for node in tree.body if isinstance(node, ast.Assign) for t in node.targets)
+    bound += [target.id for target in assigned if isinstance(target, ast.Name)]
     repeated = {name for name in bound if bound.count(name) > 1 and name != "torch"}
     assert not repeated, repeated
 

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from generator import model
+from generator.errors import BuilderRebindsError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +70,33 @@ def module_file(module: str) -> str:
     if file and Path(file).name == "__init__.py":
         return "/".join([*parts, "__init__.py"])
     return "/".join(parts) + ".py"
+
+
+def module_globals() -> dict[str, dict]:
+    """Each imported module's globals as they are now, but torch's and the standard library's: what the
+    generated module would import by path, to be compared after the builder ran (`refuse_rebound`)."""
+    return {
+        name: dict(vars(module))
+        for name, module in list(sys.modules.items())
+        if module is not None and not _torch_or_stdlib(name)
+    }
+
+
+def refuse_rebound(backend: model.Backend, before: dict[str, dict], target: str) -> None:
+    """The generated module imports each legacy name afresh, getting what the name holds at import; a
+    builder that rebinds such a name when it runs returned another object than the module will import."""
+    for dependency in legacy_dependencies(backend):
+        module = sys.modules.get(dependency.module)
+        if dependency.module not in before or module is None:
+            continue  # imported while the builder ran: its globals are what an import gives
+        for name in dependency.names:
+            missing = object()
+            if before[dependency.module].get(name, missing) is not getattr(module, name, missing):
+                raise BuilderRebindsError(
+                    f"{target}() rebinds {dependency.module}.{name} when it runs, so the generated module would "
+                    f"import the object it held before; bind it once at module level of "
+                    f"{module_file(dependency.module)} (or make it in a function the builder calls)"
+                )
 
 
 def _paths(value):

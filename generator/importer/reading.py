@@ -32,7 +32,7 @@ from generator.errors import (
     BuilderCallError,
     BuilderImportError,
     NotABackendConfigError,
-    UnusableDTypeConfigsError,
+    UnusablePatternConfigError,
 )
 from generator.importer.callable_names import CallableNamer
 from generator.importer.dtype_names import DTypeNamer, GlobalNames, shared_lists, used_dtype_configs
@@ -107,6 +107,11 @@ def find_builder(target: str, root: Path):
             hint = _close_module(error, module_name, root)
             raise BuilderImportError(f"cannot import {module_name}: {type(error).__name__}: {error}{hint}") from None
     builder = _attribute(module, function_name)
+    if builder is not None and not callable(builder):
+        raise BuilderImportError(
+            f"{module_name}.{function_name} is a {type(builder).__name__}, not a function; name the function "
+            "that returns the BackendConfig"
+        )
     if not callable(builder):
         hint = _close_function(module, function_name)
         raise BuilderImportError(f"{module_name} has no function {function_name!r}{hint}")
@@ -114,8 +119,12 @@ def find_builder(target: str, root: Path):
 
 
 def load_builder(target: str, root: Path):
-    """(builder function, module, the BackendConfig it returns) for MODULE:FUNCTION."""
+    """(builder function, module, the BackendConfig it returns, the legacy modules' globals before the call)
+    for MODULE:FUNCTION."""
+    from generator.importer.dependencies import module_globals
+
     builder, module = find_builder(target, root)
+    before = module_globals()
     with user_code.running(BuilderCallError, f"{target}()", root):
         try:
             backend_config = builder()
@@ -126,7 +135,12 @@ def load_builder(target: str, root: Path):
 
     if not isinstance(backend_config, BackendConfig):
         raise NotABackendConfigError(f"{target}() returned {type(backend_config).__name__}, not a BackendConfig")
-    return builder, module, backend_config
+    if type(backend_config) is not BackendConfig:
+        raise NotABackendConfigError(
+            f"{target}() returned a {type(backend_config).__name__}, a subclass of BackendConfig that may answer "
+            "otherwise than torch's; a spec builds torch's own class: return a BackendConfig"
+        )
+    return builder, module, backend_config, before
 
 
 def _close_module(error: Exception, module_name: str, root: Path) -> str:
@@ -184,6 +198,8 @@ def default_name(function_name: str) -> str:
 
 
 def read_backend_config(name: str, target: str, builder, module, backend_config, templates_dir: Path) -> ImportedSpec:
+    for config in backend_config.configs:
+        _refuse_values_torch_cannot_use(config, _describe(config))
     dtypes = DTypeNamer(GlobalNames.of(module), used_dtype_configs(backend_config))
     callables = CallableNamer(templates_dir)
     configs = tuple(_pattern_config(c, dtypes, callables) for c in backend_config.configs)
@@ -240,6 +256,54 @@ def _pattern_config(config, dtypes: DTypeNamer, callables: CallableNamer) -> mod
     )
 
 
+def _refuse_values_torch_cannot_use(config, label: str) -> None:
+    """torch's setters store what they are given unchecked; a value its flow cannot read is one line here."""
+    from torch.ao.quantization.backend_config import BackendPatternConfig, ObservationType
+
+    if type(config) is not BackendPatternConfig:
+        raise UnusablePatternConfigError(
+            f"pattern {label}: a {type(config).__name__}, a subclass of BackendPatternConfig; a spec builds "
+            "torch's own class: register BackendPatternConfig itself"
+        )
+    if not isinstance(config.observation_type, ObservationType):
+        raise UnusablePatternConfigError(
+            f"pattern {label}: observation_type is {config.observation_type!r}, not an ObservationType; give "
+            "set_observation_type a member such as ObservationType.OUTPUT_USE_DIFFERENT_OBSERVER_AS_INPUT"
+        )
+    for count, kind in config._num_tensor_args_to_observation_type.items():
+        if not isinstance(kind, ObservationType) or not isinstance(count, int) or isinstance(count, bool):
+            raise UnusablePatternConfigError(
+                f"pattern {label}: num_tensor_args_to_observation_type maps {count!r} to {kind!r}; give it "
+                "int counts mapped to ObservationType members"
+            )
+    for dtype_config in _dtype_configs(config, label):
+        _refuse_unusable_dtypes(dtype_config, label)
+
+
+def _refuse_unusable_dtypes(dtype_config, label: str) -> None:
+    import torch
+    from torch.ao.quantization.backend_config import DTypeConfig
+
+    if type(dtype_config) is not DTypeConfig:
+        raise UnusablePatternConfigError(
+            f"pattern {label}: a {type(dtype_config).__name__}, a subclass of DTypeConfig; a spec builds "
+            "torch's own class: use DTypeConfig itself"
+        )
+    fields = [(f"{side}_dtype", getattr(dtype_config, f"{side}_dtype_with_constraints").dtype)
+              for side in ("input", "output", "weight")]
+    fields.append(("bias_dtype", dtype_config.bias_dtype))
+    for field, value in fields:
+        if value is not None and not isinstance(value, torch.dtype):
+            raise UnusablePatternConfigError(
+                f"pattern {label}: a dtype config's {field} is {value!r}, not a torch dtype; give a dtype such as "
+                "torch.quint8" + (" (bias_dtype takes no constraints)" if field == "bias_dtype" else "")
+            )
+    if dtype_config.is_dynamic not in (None, True, False):
+        raise UnusablePatternConfigError(
+            f"pattern {label}: a dtype config's is_dynamic is {dtype_config.is_dynamic!r}; give True, False or None"
+        )
+
+
 def _dtype_configs(config, label: str) -> list:
     """The pattern's dtype configs: a list of DTypeConfigs, as torch's flow reads and a spec writes them.
 
@@ -250,18 +314,18 @@ def _dtype_configs(config, label: str) -> list:
 
     value = config.dtype_configs
     if isinstance(value, DTypeConfig):
-        raise UnusableDTypeConfigsError(
+        raise UnusablePatternConfigError(
             f"pattern {label}: dtype_configs is one DTypeConfig, not a list of them: torch stores it, but its "
             "quantization flow iterates it and fails; give set_dtype_configs a list ([dtype_config])"
         )
     if not isinstance(value, list):
-        raise UnusableDTypeConfigsError(
+        raise UnusablePatternConfigError(
             f"pattern {label}: dtype_configs is a {type(value).__name__}, not a list of DTypeConfigs; a spec "
             "writes a list, so give set_dtype_configs a list"
         )
     for item in value:
         if not isinstance(item, DTypeConfig):
-            raise UnusableDTypeConfigsError(
+            raise UnusablePatternConfigError(
                 f"pattern {label}: dtype_configs holds a {type(item).__name__}, not a DTypeConfig; "
                 "give set_dtype_configs a list of DTypeConfigs"
             )

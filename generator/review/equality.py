@@ -85,7 +85,10 @@ def compare_backend_configs(
     backend: str, ours: BackendConfig, theirs: BackendConfig
 ) -> list[Difference]:
     """Compare two BackendConfigs completely; [] means they are equal."""
-    findings = attribute_findings(
+    findings = []
+    if type(ours) is not type(theirs):  # a subclass may answer `.configs` otherwise than torch's flow reads
+        findings.append(("type", _mismatch(type(ours), type(theirs))))
+    findings += attribute_findings(
         "attributes", ours, theirs, _BACKEND_CONFIG_ATTRIBUTES
     )
     if not same(ours.name, theirs.name):
