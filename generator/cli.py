@@ -163,8 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     after = argparse.ArgumentParser(add_help=False)
     after.add_argument("--root", type=Path, default=argparse.SUPPRESS, help=root_help)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_init(subparsers)
     add_command = functools.partial(subparsers.add_parser, parents=[after])
-    add_init(add_command)
     regenerate = add_command(
         "regenerate", help=f"write generated/ and {planning.MATRIX_OUTPUT} from spec/ (only what changed)"
     )
@@ -207,18 +207,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_init(add_command) -> None:
-    init = add_command(
+def add_init(subparsers) -> None:
+    init = subparsers.add_parser(
         "init", help="start a project here (or in --root DIR): the pyproject.toml table, an example spec, "
         "the generated package, pre-commit and CI; never overwrites a file"
     )
+    init.add_argument(
+        "--root", type=Path, default=argparse.SUPPRESS, help="the folder to start the project in (default: this one)"
+    )
     init.add_argument("--specs", metavar="DIR", help="folder of the spec files (default: spec)")
     init.add_argument(
-        "--generated", metavar="DIR", help="folder the generated modules go to (default: the package's path or generated)"
+        "--generated", metavar="DIR", help="folder the generated modules go to (default: the package's path; generated)"
     )
     init.add_argument(
         "--package", metavar="NAME", help="import name of the generated modules, e.g. acme_quant.backend_configs "
-        "(default: the --generated folder's path, or generated)"
+        "(default: the --generated folder's path; generated)"
     )
     init.set_defaults(handler=commands.cmd_init)
 

@@ -139,10 +139,10 @@ def _layout(options: dict[str, str | None], table: dict | None) -> dict[str, str
         for key, value in given.items():
             if _normal(key, value) != _normal(key, layout[key]):
                 raise InitError(
-                    f"pyproject.toml's [{TABLE}] already says {key} = {layout[key]!r}, not {value!r} (--{key}): "
+                    f'pyproject.toml\'s [{TABLE}] already says {key} = "{layout[key]}", not --{key} {value}: '
                     "edit the table or leave the option out"
                 )
-        _require_valid(layout, lambda key: f"pyproject.toml's [{TABLE}] {key} = {layout[key]!r}")
+        _require_valid(layout, lambda key: f'pyproject.toml\'s [{TABLE}] {key} = "{layout[key]}"')
         return layout
     layout = dict(DEFAULTS)
     if "package" in given and "generated" not in given:
