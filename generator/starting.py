@@ -147,8 +147,9 @@ def _layout(options: dict[str, str | None], table: dict | None) -> dict[str, str
     layout = dict(DEFAULTS)
     if "package" in given and "generated" not in given:
         given["generated"] = given["package"].replace(".", "/")
-    if "generated" in given and "package" not in given:
-        given["package"] = _normal("generated", given["generated"]).replace("/", ".")
+    if "generated" in given and "package" not in given:  # src/acme/configs is acme.configs (the src layout)
+        parts = Path(_normal("generated", given["generated"])).parts
+        given["package"] = ".".join(parts[1:] if parts[0] == "src" and len(parts) > 1 else parts)
     layout.update({key: _normal(key, value) for key, value in given.items()})
     _require_valid(layout, lambda key: f"--{key} {layout[key]}")
     return layout
