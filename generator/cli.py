@@ -280,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command == "init":  # starts a project where it stands, or in --root DIR
+            args.root_given = args.root is not None
             args.root = (args.root or Path.cwd()).resolve()
         else:
             args.root = args.root.resolve() if args.root is not None else find_root(Path.cwd())

@@ -49,10 +49,16 @@ class Start:
     next_command: str
 
 
-def plan(root: Path, options: dict[str, str | None], cwd: Path) -> Start:
-    """Decide every file; raises InitError (one line) when the project cannot start as asked."""
+def plan(root: Path, options: dict[str, str | None], cwd: Path, root_given: bool = True) -> Start:
+    """Decide every file; raises InitError (one line) when the project cannot start as asked.
+
+    Without --root (`root_given`), a folder inside a project is refused: init run from spec/ by mistake
+    would start a second project there.
+    """
     if not root.is_dir():
         raise InitError(f"{root} is not a folder: make it first (mkdir), or run init in the repository's folder")
+    if not root_given:
+        _refuse_inside_a_project(root)
     pyproject = root / "pyproject.toml"
     current = _read_pyproject(pyproject)
     table = _table(current)
@@ -238,6 +244,19 @@ def _precommit_note(path: Path) -> str:
     except OSError:
         has_hook = False
     return "" if has_hook else f"add the hook {HOOK_ID} to it yourself (docs/adopting.md)"
+
+
+def _refuse_inside_a_project(root: Path) -> None:
+    for folder in root.parents:
+        pyproject = folder / "pyproject.toml"
+        has_table = pyproject.is_file() and f"[{TABLE}]" in pyproject.read_text(encoding="utf-8", errors="replace")
+        if has_table or (folder / DEFAULTS["specs"]).is_dir():
+            raise InitError(
+                f"{root} is inside the project {folder}: run init there, or pass --root {root} to start another "
+                "project here"
+            )
+        if (folder / ".git").exists():
+            return  # a project above the repository is not this repository's
 
 
 def _repository_top(root: Path) -> Path:

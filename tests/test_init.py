@@ -293,3 +293,20 @@ def test_init_needs_an_existing_folder(tmp_path):
         "folder\n"
     )
     assert not (tmp_path / "missing").exists()
+
+
+def test_init_inside_a_project_s_folder_says_so_unless_given_root(tmp_path):
+    """Run from spec/ by mistake, init would start a second project there."""
+    project = new_repository(tmp_path / "repository")
+    assert generator(project, "init").returncode == 0
+    inside = project / "spec"
+    before = files_below(project)
+    init = generator(inside, "init")
+    assert (init.returncode, init.stdout) == (2, "")
+    assert init.stderr == (
+        f"error: {inside} is inside the project {project}: run init there, or pass --root {inside} to start "
+        "another project here\n"
+    )
+    assert files_below(project) == before
+    assert generator(inside, "init", "--root", ".").returncode == 0  # asked for: a project of its own
+    assert (inside / "pyproject.toml").is_file()
