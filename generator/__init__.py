@@ -7,7 +7,8 @@ which imports only from the layers before it:
 - base, the plain nouns at the top: `errors`, `model`, `spelling` (how model values
   are written as Python), `digests`, `files` (atomic writes), `cache` (what a run
   keeps for the next), `project` (where a project keeps its files), `process` (work
-  in a forked child), `heap`, `progress`, `user_code` (running user code);
+  in a forked child), `heap`, `progress`, `user_code` (running user code), `starting`
+  (the files `init` writes to start a project);
 - `loading`: spec files -> model, with `dsl`, the vocabulary spec files import;
 - `freshness`: the manifest, and which generated files are out of date;
 - `building`: expansion, validation, rendering, formatting, checks, the matrix;

@@ -1,4 +1,4 @@
-"""Command line: `python -m generator regenerate | check | matrix | diff | import`.
+"""Command line: `python -m generator init | regenerate | check | matrix | diff | import`.
 
 The arguments, the console and the exit code; the commands' bodies are in
 generator.commands. Exit codes: 0 when all is well, 1 when generated files
@@ -163,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     after = argparse.ArgumentParser(add_help=False)
     after.add_argument("--root", type=Path, default=argparse.SUPPRESS, help=root_help)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_init(subparsers)
     add_command = functools.partial(subparsers.add_parser, parents=[after])
     regenerate = add_command(
         "regenerate", help=f"write generated/ and {planning.MATRIX_OUTPUT} from spec/ (only what changed)"
@@ -204,6 +205,25 @@ def build_parser() -> argparse.ArgumentParser:
     regenerate.set_defaults(handler=commands.cmd_regenerate)
     check.set_defaults(handler=commands.cmd_check)
     return parser
+
+
+def add_init(subparsers) -> None:
+    init = subparsers.add_parser(
+        "init", help="start a project here (or in --root DIR): the pyproject.toml table, an example spec, "
+        "the generated package, pre-commit and CI; never overwrites a file"
+    )
+    init.add_argument(
+        "--root", type=Path, default=argparse.SUPPRESS, help="the folder to start the project in (default: this one)"
+    )
+    init.add_argument("--specs", metavar="DIR", help="folder of the spec files (default: spec)")
+    init.add_argument(
+        "--generated", metavar="DIR", help="folder the generated modules go to (default: the package's path; generated)"
+    )
+    init.add_argument(
+        "--package", metavar="NAME", help="import name of the generated modules, e.g. acme_quant.backend_configs "
+        "(default: the --generated folder's path; generated)"
+    )
+    init.set_defaults(handler=commands.cmd_init)
 
 
 def find_root(start: Path) -> Path:
@@ -259,8 +279,12 @@ def main(argv: list[str] | None = None) -> int:
     console = Console()
     try:
         args = build_parser().parse_args(argv)
-        args.root = args.root.resolve() if args.root is not None else find_root(Path.cwd())
-        require_project(args.root, args.command)
+        if args.command == "init":  # starts a project where it stands, or in --root DIR
+            args.root_given = args.root is not None
+            args.root = (args.root or Path.cwd()).resolve()
+        else:
+            args.root = args.root.resolve() if args.root is not None else find_root(Path.cwd())
+            require_project(args.root, args.command)
         forget_the_subfolder_on_path(args.root)
         code = args.handler(args, console)
         console.out.flush()  # a closed stdout fails here, not at interpreter exit

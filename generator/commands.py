@@ -1,4 +1,4 @@
-"""The commands' bodies: regenerate, check, matrix, diff and import.
+"""The commands' bodies: init, regenerate, check, matrix, diff and import.
 
 Each command is `cmd_NAME(args, console) -> exit code`, called by generator.cli,
 which parses the arguments, finds the project and owns the console (`console.say`,
@@ -379,3 +379,15 @@ def _with_a_free_label(root: Path, path: Path, spec):
     except errors.GeneratorError:
         return spec  # the other spec files are broken already: regenerate names that, whatever import writes
     return round_trip.with_a_free_label(spec, [b for m in others for b in m.backends])
+
+
+def cmd_init(args, console) -> int:
+    """A working start (generator/starting.py): every file planned before any is written, none overwritten."""
+    from generator import starting
+
+    options = {"specs": args.specs, "generated": args.generated, "package": args.package}
+    start = starting.plan(args.root, options, Path.cwd(), root_given=args.root_given)
+    for line in starting.write(args.root, start):
+        console.say(line, "green" if line.startswith("written") else None)
+    console.say(f"next: {start.next_command}")
+    return OK

@@ -22,6 +22,7 @@ LAYERS = ("base", "loading", "freshness", "building", "review", "importer", "com
 TOP_LEVEL = {
     "errors": "base", "model": "base", "spelling": "base", "digests": "base", "files": "base",
     "project": "base", "process": "base", "heap": "base", "progress": "base", "user_code": "base",
+    "starting": "base",  # init's start of a project: plain files, written once
     "cache": "base",
     "dsl": "loading",  # the spec vocabulary: spec files import it as generator.dsl
     "commands": "commands",

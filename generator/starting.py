@@ -1,0 +1,387 @@
+"""`python -m generator init`: a working start for a project of one's own, in an empty or existing repository.
+
+It writes the `[tool.backend-config-generator]` table (appended to an existing pyproject.toml, whose bytes
+stay as they were), a commented example spec, the generated package's `__init__.py`, a `.pre-commit-config.yaml`
+running `check` on every commit and a CI job; `regenerate` then `check` pass at once. It never overwrites a
+file that exists: it keeps it and says so. Everything is decided before anything is written, so a refusal
+(a table that says otherwise than the options, a pyproject.toml that is not TOML) changes no file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator import errors, files
+
+TABLE = "tool.backend-config-generator"
+# The table's keys init writes, with this repository's layout as their defaults (what the tool reads when a
+# key is absent).
+DEFAULTS = {"specs": "spec", "generated": "generated", "package": "generated", "matrix": "docs/support-matrix.md"}
+EXAMPLE = "my_backend"
+HOOK_ID = "backend-config-generator-check"
+DISTRIBUTION = "backend-config-generator"
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+CI_PATH = Path(".github") / "workflows" / "backend-configs.yml"
+PRECOMMIT_PATH = Path(".pre-commit-config.yaml")
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class InitError(errors.GeneratorError):
+    """init cannot make a working start as asked; nothing is written."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One file of the start: `text` to write (None: keep what is there), and what to say about it."""
+
+    path: Path
+    text: str | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Start:
+    """What init does: the files in the order it reports them, and the command to run next."""
+
+    steps: tuple[Step, ...]
+    next_command: str
+
+
+def plan(root: Path, options: dict[str, str | None], cwd: Path, root_given: bool = True) -> Start:
+    """Decide every file; raises InitError (one line) when the project cannot start as asked.
+
+    Without --root (`root_given`), a folder inside a project is refused: init run from spec/ by mistake
+    would start a second project there.
+    """
+    if not root.is_dir():
+        raise InitError(f"{root} is not a folder: make it first (mkdir), or run init in the repository's folder")
+    if not root_given:
+        _refuse_inside_a_project(root)
+    pyproject = root / "pyproject.toml"
+    current = _read_pyproject(pyproject)
+    table = _table(current)
+    layout = _layout(options, table)
+    top = _repository_top(root)
+    where = "" if top == root else root.relative_to(top).as_posix()
+    steps = [_pyproject_step(pyproject, current, table, layout)]
+    steps.append(_example_step(root, layout))
+    steps.extend(_package_steps(root, layout))
+    steps.append(_kept_or_written(top / PRECOMMIT_PATH, precommit_config(where), _precommit_note))
+    steps.append(_kept_or_written(top / CI_PATH, ci_workflow(where, installs_itself=_has_project(current))))
+    steps.append(_kept_or_written(top / ".gitignore", ".cache/\n"))
+    prefix = "" if root == cwd else f"--root {_shown(root, cwd)} "
+    return Start(tuple(steps), f"python -m generator {prefix}regenerate")
+
+
+def write(root: Path, start: Start) -> list[str]:
+    """Write the planned files; the report lines (`written   PATH` / `kept      PATH`), relative to root."""
+    writing = [step.path for step in start.steps if step.text is not None]
+    files.ensure_writable(writing)
+    lines = []
+    for step in start.steps:
+        if step.text is not None:
+            files.write_if_changed(step.path, step.text)
+        done = "written" if step.text is not None else "kept"
+        note = f": {step.note}" if step.note else ""
+        lines.append(f"{done:9} {_shown(step.path, root)}{note}")
+    return lines
+
+
+def _shown(path: Path, base: Path) -> str:
+    try:
+        return path.relative_to(base).as_posix() or "."
+    except ValueError:
+        return str(path)
+
+
+# --- pyproject.toml --------------------------------------------------------------------------------------------
+
+
+def _read_pyproject(path: Path) -> str | None:
+    if not path.exists():
+        return None
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise InitError(f"{path.name} is not UTF-8 text; init appends its table to it only as TOML") from None
+
+
+def _toml(text: str, what: str) -> dict:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise InitError(f"{what} is not valid TOML ({error}); fix it, then run init again") from None
+
+
+def _table(text: str | None) -> dict | None:
+    """The existing [tool.backend-config-generator] table, or None."""
+    if text is None:
+        return None
+    tool = _toml(text, "pyproject.toml").get("tool", {})
+    table = tool.get("backend-config-generator") if isinstance(tool, dict) else None
+    if table is not None and not isinstance(table, dict):
+        raise InitError(f"pyproject.toml: tool.backend-config-generator must be a table ([{TABLE}])")
+    return table
+
+
+def _has_project(text: str | None) -> bool:
+    return text is not None and isinstance(_toml(text, "pyproject.toml").get("project"), dict)
+
+
+def _layout(options: dict[str, str | None], table: dict | None) -> dict[str, str]:
+    """The layout to start: an existing table's, else the options' (one derived from the other), else defaults."""
+    given = {key: value for key, value in options.items() if value is not None}
+    if table is not None:
+        layout = {key: table.get(key, default) for key, default in DEFAULTS.items()}
+        for key, value in layout.items():
+            if not isinstance(value, str):
+                raise InitError(f"pyproject.toml: [{TABLE}] {key} must be a string, not {value!r}")
+        for key, value in given.items():
+            if _normal(key, value) != _normal(key, layout[key]):
+                raise InitError(
+                    f'pyproject.toml\'s [{TABLE}] already says {key} = "{layout[key]}", not --{key} {value}: '
+                    "edit the table or leave the option out"
+                )
+        _require_valid(layout, lambda key: f'pyproject.toml\'s [{TABLE}] {key} = "{layout[key]}"')
+        return layout
+    layout = dict(DEFAULTS)
+    if "package" in given and "generated" not in given:
+        given["generated"] = given["package"].replace(".", "/")
+    if "generated" in given and "package" not in given:  # src/acme/configs is acme.configs (the src layout)
+        parts = Path(_normal("generated", given["generated"])).parts
+        given["package"] = ".".join(parts[1:] if parts[0] == "src" and len(parts) > 1 else parts)
+    layout.update({key: _normal(key, value) for key, value in given.items()})
+    _require_valid(layout, lambda key: f"--{key} {layout[key]}")
+    return layout
+
+
+def _normal(key: str, value: str) -> str:
+    return value if key == "package" else Path(value).as_posix().rstrip("/") or "."
+
+
+def _require_valid(layout: dict[str, str], named) -> None:
+    """Folders inside the project, and a package importable from the generated folder; `named(key)` says where
+    a value comes from."""
+    for key in ("specs", "generated"):
+        path = Path(layout[key])
+        if path.is_absolute() or ".." in path.parts or path == Path("."):
+            raise InitError(f"{named(key)}: give a folder inside the project, relative to its root")
+    parts = layout["package"].split(".")
+    if not all(IDENTIFIER.fullmatch(part) for part in parts):
+        raise InitError(f"{named('package')}: an import name is dotted Python identifiers (acme_quant.configs)")
+    if tuple(Path(layout["generated"]).parts[-len(parts) :]) != tuple(parts):
+        raise InitError(
+            f"{named('package')} cannot be imported from {named('generated')}: "
+            f"the generated folder must end in {'/'.join(parts)}"
+        )
+
+
+def table_text(layout: dict[str, str]) -> str:
+    lines = [
+        "",
+        f"[{TABLE}]",
+        "# python -m generator reads its layout here; a key left out takes this default.",
+        f'specs = "{layout["specs"]}"  # the spec files (one per generated module; _name.py: shared helpers)',
+        f'generated = "{layout["generated"]}"  # where regenerate writes the generated modules',
+        f'package = "{layout["package"]}"  # their import name',
+        f'matrix = "{layout["matrix"]}"  # the support matrix ("": none)',
+        '# templates = "templates"  # a folder of your own templates overriding the shipped ones',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _pyproject_step(path: Path, current: str | None, table: dict | None, layout: dict[str, str]) -> Step:
+    if table is not None:
+        return Step(path, None, f"it has [{TABLE}]")
+    if current is None:
+        return Step(path, table_text(layout).lstrip("\n"))
+    text = current + ("" if current.endswith("\n") or not current else "\n") + table_text(layout)
+    _toml(text, f"pyproject.toml with [{TABLE}] appended")  # e.g. a file that spells tool as an inline table
+    return Step(path, text, f"[{TABLE}] appended")
+
+
+# --- spec/, the generated package -----------------------------------------------------------------------------
+
+
+def _example_step(root: Path, layout: dict[str, str]) -> Step:
+    specs = root / layout["specs"]
+    existing = sorted(p.name for p in specs.glob("*.py") if not p.name.startswith("_")) if specs.is_dir() else []
+    path = specs / f"{EXAMPLE}.py"
+    if path.exists():
+        return Step(path, None)
+    if existing:
+        return Step(specs, None, f"it has spec files ({', '.join(existing)}); no example added")
+    return Step(path, example_spec(layout["package"]))
+
+
+def _package_steps(root: Path, layout: dict[str, str]) -> list[Step]:
+    """An __init__.py for the generated package and each package above it (acme_quant/ for acme_quant.configs)."""
+    parts = layout["package"].split(".")
+    generated = root / layout["generated"]
+    folders = [*reversed(generated.parents[: len(parts) - 1]), generated]
+    docs = [f'"""The {part} package."""\n' for part in parts[:-1]] + [GENERATED_DOC]
+    return [_kept_or_written(folder / "__init__.py", doc) for folder, doc in zip(folders, docs)]
+
+
+GENERATED_DOC = '"""Generated BackendConfig modules: python -m generator regenerate writes them from the spec."""\n'
+
+
+def _kept_or_written(path: Path, text: str, note=None) -> Step:
+    if path.exists():
+        return Step(path, None, note(path) if note else "")
+    return Step(path, text)
+
+
+def _precommit_note(path: Path) -> str:
+    try:
+        has_hook = HOOK_ID in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        has_hook = False
+    return "" if has_hook else f"add the hook {HOOK_ID} to it yourself (docs/adopting.md)"
+
+
+def _refuse_inside_a_project(root: Path) -> None:
+    for folder in root.parents:
+        pyproject = folder / "pyproject.toml"
+        has_table = pyproject.is_file() and f"[{TABLE}]" in pyproject.read_text(encoding="utf-8", errors="replace")
+        if has_table or (folder / DEFAULTS["specs"]).is_dir():
+            raise InitError(
+                f"{root} is inside the project {folder}: run init there, or pass --root {root} to start another "
+                "project here"
+            )
+        if (folder / ".git").exists():
+            return  # a project above the repository is not this repository's
+
+
+def _repository_top(root: Path) -> Path:
+    """The git repository's top folder (where pre-commit and CI look), or root outside one."""
+    for folder in (root, *root.parents):
+        if (folder / ".git").exists():
+            return folder
+    return root
+
+
+# --- the texts -------------------------------------------------------------------------------------------------
+
+
+def example_spec(package: str) -> str:
+    return EXAMPLE_SPEC.replace("{package}", package)
+
+
+EXAMPLE_SPEC = '''\
+"""An example backend: python -m generator regenerate writes {package}.my_backend from this file.
+
+Rename it, edit it, or delete it once you have a backend of your own. The vocabulary: docs/spec.md of
+backend-config-generator; a backend with a reference builder: docs/adding-a-backend.md.
+"""
+
+from generator.dsl import Backend, DTypeConfig, Module, config, nn, nni, nniqat, nnqat, nnqr, sequential, torch
+
+# A dtype config: quint8 activations, qint8 weights, float bias. Its name is the constant's name in the
+# generated module; every pattern below that lists it shares it.
+weighted_int8_dtype_config = DTypeConfig(
+    input_dtype=torch.quint8,
+    output_dtype=torch.quint8,
+    weight_dtype=torch.qint8,
+    bias_dtype=torch.float,
+)
+weighted = [weighted_int8_dtype_config]
+
+MODULE = Module(
+    doc="BackendConfig for my_backend: linear, and conv2d + relu.",
+    backends=[
+        Backend(
+            name="my_backend",  # the BackendConfig's name
+            builder="get_my_backend_config",  # the generated function that returns it
+            doc="Return the `BackendConfig` for my_backend: linear, and conv2d + relu.",
+            # A dynamic builder this backend must equal (python -m generator verify proves it), e.g.
+            # reference="my_package.backend_config.get_my_backend_config",
+            configs=[
+                # One config() per pattern: the pattern, its dtype configs, then BackendPatternConfig's fields.
+                config(
+                    nn.Linear, weighted, root_module=nn.Linear, qat_module=nnqat.Linear,
+                    reference_quantized_module=nnqr.Linear, section="linear",
+                ),
+                # fuse Conv2d + ReLU into ConvReLU2d (sequential(): a fuser method the generated module defines) ...
+                config(
+                    (nn.Conv2d, nn.ReLU), weighted, fused_module=nni.ConvReLU2d,
+                    fuser_method=sequential(nni.ConvReLU2d), section="conv2d",
+                ),
+                # ... and quantize ConvReLU2d
+                config(
+                    nni.ConvReLU2d, weighted, root_module=nn.Conv2d, qat_module=nniqat.ConvReLU2d,
+                    reference_quantized_module=nnqr.Conv2d, section="conv2d",
+                ),
+            ],
+        )
+    ],
+)
+'''
+
+
+def precommit_config(where: str) -> str:
+    root = f"--root {where} " if where else ""
+    return f"""\
+# python -m generator check on every commit: it refuses a commit whose generated modules are stale, missing or
+# edited by hand. It runs whatever files a commit touches (always_run): check also tracks your own packages the
+# spec imports, and it takes a tenth of a second when nothing changed. `language: system`: the `python` on PATH
+# when you commit must have backend-config-generator installed (activate its environment first).
+# Set up once: pip install pre-commit && pre-commit install
+repos:
+  - repo: local
+    hooks:
+      - id: {HOOK_ID}
+        name: generated BackendConfig modules are what the spec says
+        entry: python -m generator {root}check
+        language: system
+        pass_filenames: false
+        always_run: true
+"""
+
+
+def ci_workflow(where: str, installs_itself: bool) -> str:
+    root = f"--root {where} " if where else ""
+    install = f'pip install "{_requirement()}" --extra-index-url {TORCH_CPU_INDEX}'
+    own = "# If the spec imports packages of this repository, add to the install step: && pip install -e ."
+    if installs_itself:
+        install += f" && pip install -e {where or '.'}"
+        own = "# This repository's own packages (those the spec imports) are installed with it."
+    return f"""\
+# The generated BackendConfig modules are what the spec says (check), and each equals its reference builder
+# and runs through torch's FX quantization (verify).
+{own}
+name: backend configs
+on:
+  push:
+  pull_request:
+jobs:
+  backend-configs:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.12"
+      - name: Install backend-config-generator (torch's CPU wheel)
+        run: {install}
+      - name: The generated modules are what the spec says
+        run: python -m generator {root}check
+      - name: Each generated builder equals its reference builder and runs through FX
+        run: python -m generator {root}verify
+"""
+
+
+def _requirement() -> str:
+    """The tool's requirement, pinned to the version that wrote the start (as pre-commit pins black's rev)."""
+    from importlib import metadata
+
+    try:
+        return f"{DISTRIBUTION}=={metadata.version(DISTRIBUTION)}"
+    except metadata.PackageNotFoundError:
+        return DISTRIBUTION
