@@ -194,7 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
         "diff", help="per-pattern semantic diff of generated/: working tree vs HEAD, revisions, or against torch"
     )
     side = diff.add_mutually_exclusive_group()
-    side.add_argument("--against-torch", action="store_true", help="generated builders against torch's builders")
+    side.add_argument(
+        "--against-torch", action="store_true",
+        help="generated builders against their reference builders, torch's or your own (verify's first half)",
+    )
     side.add_argument(
         "--rev", metavar="REV", help="A..B: revision A against revision B; REV: REV against the working tree "
         "(default: HEAD against the working tree)"

@@ -85,7 +85,8 @@ from torch.ao.quantization.qconfig_mapping import (
 )
 from torch.ao.quantization.quantize_fx import convert_fx, convert_to_reference_fx, fuse_fx, prepare_fx, prepare_qat_fx
 
-from generator.review.flows import differences, no_stack_traces, plain, quantized_engine
+from generator.review.flow_comparison import differences, plain
+from generator.review.flows import no_stack_traces, quantized_engine
 from tests.support import shared_builds
 from tests.support.builders import BUILDERS, REFERENCED
 

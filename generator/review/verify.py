@@ -64,7 +64,7 @@ def verify(root: Path, refs: list[BuilderRef], locations: dict, timeout: float |
 
 
 def verify_one(root: Path, ref: BuilderRef, locations: dict, timeout: float | None) -> Verdict:
-    from generator.review import diff, divergence, flows
+    from generator.review import diff, divergence, flow_comparison, flows
 
     where = f"generated/{ref.module}.py"
     with user_code.running(GeneratedModuleError, where, root):
@@ -84,7 +84,7 @@ def verify_one(root: Path, ref: BuilderRef, locations: dict, timeout: float | No
             if theirs is not None:
                 both = flows.branches(theirs)
                 run = flows.wanted_flows(found + both) if found or both else ()
-                for finding in flows.compare(ours, theirs, ref.declarations, timeout):
+                for finding in flow_comparison.compare(ours, theirs, ref.declarations, timeout):
                     (failures if finding.failure else declared).append(finding.line(ref.label))
             elif found:
                 failures += [f"{ref.label}: {problem}" for problem in _absolute_problems(ours, found, timeout)]
