@@ -24,7 +24,8 @@ Modules, each importing only those above it in this list:
   with the spec's declared differences named where they are the cause (`compare`).
 - `verify`: `python -m generator verify`, backend by backend: the equality proof (`diff`) and the flows.
 `identity`, `callables`, `equality`, `changes` and `divergence` import torch; `sides`, `diff`,
-`flows`, `flow_comparison` and `verify` import it only inside the functions that build configs; `results` and `formats` never do.
+`flows`, `flow_comparison` and `verify` import it only inside the functions that build configs;
+`results` and `formats` never do.
 
 May import: the base modules, `generator.loading`, `generator.freshness` and `generator.building`.
 """
