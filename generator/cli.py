@@ -1,4 +1,4 @@
-"""Command line: `python -m generator init | regenerate | check | matrix | diff | import`.
+"""Command line: `python -m generator init | regenerate | check | matrix | diff | verify | import`.
 
 The arguments, the console and the exit code; the commands' bodies are in
 generator.commands. Exit codes: 0 when all is well, 1 when generated files
@@ -144,6 +144,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_float(text: str) -> float:
+    """argparse type for durations such as --timeout: a usage error unless more than 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a number of seconds above 0")
+    return value
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but --help that cannot reach standard output is an error, not a silent exit 0."""
 
@@ -184,7 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
         "diff", help="per-pattern semantic diff of generated/: working tree vs HEAD, revisions, or against torch"
     )
     side = diff.add_mutually_exclusive_group()
-    side.add_argument("--against-torch", action="store_true", help="generated builders against torch's builders")
+    side.add_argument(
+        "--against-torch", action="store_true",
+        help="generated builders against their reference builders, torch's or your own (verify's first half)",
+    )
     side.add_argument(
         "--rev", metavar="REV", help="A..B: revision A against revision B; REV: REV against the working tree "
         "(default: HEAD against the working tree)"
@@ -194,6 +208,17 @@ def build_parser() -> argparse.ArgumentParser:
         "backends", nargs="*", metavar="BACKEND", help="backend or module names, e.g. fbgemm onednn (default: all)"
     )
     diff.set_defaults(handler=commands.cmd_diff)
+    verify = add_command(
+        "verify", help="prove each generated builder equals its reference builder and runs through torch's FX flows"
+    )
+    verify.add_argument(
+        "--timeout", type=positive_float, default=60.0, metavar="SECONDS",
+        help="bound on each FX flow run (default: 60)",
+    )
+    verify.add_argument(
+        "backends", nargs="*", metavar="BACKEND", help="backend or module names, e.g. fbgemm onednn (default: all)"
+    )
+    verify.set_defaults(handler=commands.cmd_verify)
     importer = add_command("import", help="write spec/<name>.py from an existing builder MODULE:FUNCTION")
     importer.add_argument("target", metavar="MODULE:FUNCTION", help="e.g. my_backend.config:get_my_backend_config")
     importer.add_argument("--name", help="spec file name (default: FUNCTION without get_ and _backend_config)")

@@ -1,4 +1,4 @@
-"""The commands' bodies: init, regenerate, check, matrix, diff and import.
+"""The commands' bodies: init, regenerate, check, matrix, diff, verify and import.
 
 Each command is `cmd_NAME(args, console) -> exit code`, called by generator.cli,
 which parses the arguments, finds the project and owns the console (`console.say`,
@@ -258,6 +258,51 @@ def cmd_diff(args, console) -> int:
         raise errors.NothingToCompareError("nothing to compare: no backend on either side")
     console.out.write(formats.render(args.format, results, old, new, uncompared))
     return DIFFERENT if any(r.status != "same" for r in results) else OK
+
+
+def cmd_verify(args, console) -> int:
+    """Each generated builder equals its reference builder, and runs through torch's FX flows (review/verify.py)."""
+    from generator.review import sides, verify
+
+    root = args.root
+    refs, locations = sides.load_builders(root, args.backends)
+    stale = sides.stale_files(sides.Side(root, None))
+    if stale:
+        stale = _content_changes(root, stale, console)
+    # A generated module that is not what spec/ says is verified as it is (the proof is of what is imported),
+    # and fails the run: each such file is a failure line.
+    unfresh = [f"{f.file}: {REASONS[f.state]}" + (f": {'; '.join(f.reasons)}" if f.reasons else "") for f in stale]
+    verdicts = []
+    with progress.Progress("verify") as shown:
+        shown.step(f"verifying {len(refs)} backend(s): their reference builders and FX flows")
+        advance = shown.counter("verified", len(refs))
+        for verdict in verify.verify(root, refs, locations, args.timeout):
+            advance(verdict.label)
+            verdicts.append(verdict)
+    for line in unfresh:
+        console.err.write(console.paint(line, "red", console.err) + "\n")
+    for verdict in verdicts:
+        for line in verdict.failures:
+            console.err.write(console.paint(line, "red", console.err) + "\n")
+    for verdict in verdicts:
+        console.say(verdict.summary(), None if verdict.ok else "red")
+    declared = [line for verdict in verdicts for line in verdict.declared]
+    if declared:
+        console.say("declared differences (deliberate, see the spec):")
+        for line in declared:
+            console.say(f"  {line}")
+    failing = [verdict.label for verdict in verdicts if not verdict.ok]
+    if unfresh:
+        console.say(f"verify: generated/ is not what spec/ says ({len(unfresh)} file(s)); fix: {FIX_COMMAND}", "red")
+    if failing:
+        count = sum(len(verdict.failures) for verdict in verdicts)
+        console.say(f"verify: {len(failing)} of {len(verdicts)} backend(s) fail ({count} failure(s)): "
+                    f"{', '.join(failing)}", "red")  # fmt: skip
+        return DIFFERENT
+    if unfresh:
+        return DIFFERENT
+    console.say(f"verify: all {len(verdicts)} backend(s) hold", "green")
+    return OK
 
 
 def _stale_notice(side, fmt: str, old: str, new: str, console) -> bool:

@@ -35,6 +35,7 @@ COMMANDS = {
     "diff --against-torch": ["diff", "--against-torch"],
     "diff --rev": ["diff", "--rev", "HEAD"],
     "diff": ["diff"],
+    "verify": ["verify", "x86"],
     "import": ["import", "env_builder:get_env_backend_config", "--name", "imported"],
 }
 # A fresh copy per test, at one path (see there), of the project with two spec files: x86, which the tests
@@ -134,7 +135,8 @@ def test_root_after_the_command_works_like_before_it(command, repo, tmp_path, mo
     nothing_differs = ("no differences in ", "no undeclared differences in ")  # diff
     compared = any(line.startswith(nothing_differs) for line in out.splitlines())
     imported = last == "next: python -m generator regenerate"
-    finished = ("up to date" in last, compared, last == matrix_unchanged, imported)
+    verified = last.startswith("verify: all ") and last.endswith(" hold")
+    finished = ("up to date" in last, compared, last == matrix_unchanged, imported, verified)
     assert any(finished), out
 
 

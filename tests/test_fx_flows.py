@@ -85,6 +85,8 @@ from torch.ao.quantization.qconfig_mapping import (
 )
 from torch.ao.quantization.quantize_fx import convert_fx, convert_to_reference_fx, fuse_fx, prepare_fx, prepare_qat_fx
 
+from generator.review.flow_comparison import differences, plain
+from generator.review.flows import no_stack_traces, quantized_engine
 from tests.support import shared_builds
 from tests.support.builders import BUILDERS, REFERENCED
 
@@ -603,30 +605,6 @@ BACKENDS = [
 # ---------------------------------------------------------------------------------------------
 
 
-def _plain(value):
-    """A structure of plain values and float tensors that compares exactly, quantized tensors unpacked."""
-    if isinstance(value, torch.Tensor):
-        if value.is_quantized:
-            if value.qscheme() in (torch.per_tensor_affine, torch.per_tensor_symmetric):
-                qparams = (value.q_scale(), value.q_zero_point())
-            else:
-                qparams = (value.q_per_channel_scales(), value.q_per_channel_zero_points(), value.q_per_channel_axis())
-            return {
-                "dtype": value.dtype,
-                "qscheme": value.qscheme(),
-                "int_repr": value.int_repr(),
-                "qparams": _plain(qparams),
-            }
-        return value.detach().clone()
-    if isinstance(value, torch.ScriptObject):  # packed weights (dynamic LSTM): compare what they serialize to
-        return _plain(value.__getstate__())
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(_plain(item) for item in value)
-    return value
-
-
 def _module_type(module: nn.Module) -> type:
     # Every GraphModule instance gets its own class; what matters is that it is one.
     return torch.fx.GraphModule if isinstance(module, torch.fx.GraphModule) else type(module)
@@ -648,7 +626,7 @@ def _record(record: dict, step: str, gm: torch.fx.GraphModule, batches) -> None:
         "graph": str(gm.graph),
         "modules": [(name, _module_type(module)) for name, module in gm.named_modules()],
     }
-    record[step]["outputs"] = _plain(_run(gm, batches))
+    record[step]["outputs"] = plain(_run(gm, batches))
     record[step]["state"] = _state(gm)
 
 
@@ -665,7 +643,7 @@ def _state(gm: torch.fx.GraphModule) -> dict:
             module._save_to_state_dict(own, "", keep_vars=False)
         except Exception as exc:  # compared, not swallowed
             own = type(exc)
-        state[name] = _plain(own)
+        state[name] = plain(own)
     return state
 
 
@@ -701,34 +679,6 @@ FLOWS = {
 
 
 @contextlib.contextmanager
-def _quantized_engine(engine: str):
-    """Run under engine if this torch build has it: only convert_fx's lowering needs its kernels."""
-    previous = torch.backends.quantized.engine
-    if engine in torch.backends.quantized.supported_engines:
-        torch.backends.quantized.engine = engine
-    try:
-        yield
-    finally:
-        torch.backends.quantized.engine = previous
-
-
-@contextlib.contextmanager
-def _no_stack_traces():
-    """FX tracing without recording each node's Python stack (torch.fx.config.do_not_emit_stack_traces).
-
-    Nothing compared here shows a node's stack trace (gm.code is not verbose, str(graph) omits it), and
-    a config cannot change it; recording it costs a stack walk per node, and the first one imports
-    torch._inductor to symbolize it: seconds per process.
-    """
-    previous = torch.fx.config.do_not_emit_stack_traces
-    torch.fx.config.do_not_emit_stack_traces = True
-    try:
-        yield
-    finally:
-        torch.fx.config.do_not_emit_stack_traces = previous
-
-
-@contextlib.contextmanager
 def _garbage_collected_after_the_flow():
     """No garbage collection while a flow runs; after it, torch's cache of the flow's modules cleared.
 
@@ -756,43 +706,12 @@ def run_flow(api: str, model: Model, float_model: nn.Module, config: BackendConf
     float_model is the flow's own: the flow changes it.
     """
     record: dict = {}
-    with _quantized_engine(backend.engine), _no_stack_traces(), _garbage_collected_after_the_flow():
+    with quantized_engine(backend.engine), no_stack_traces(), _garbage_collected_after_the_flow():
         try:
             FLOWS[api](record, float_model, model.batches(), config, backend.mapping(api, model))
         except Exception as exc:  # compared, not swallowed: the other config must raise the same type
             return {"raised": type(exc), "steps": record}
     return {"raised": None, "steps": record}
-
-
-def differences(ours, theirs, path="result") -> list[str]:
-    """Every place where two flow results differ; tensors must be equal bit for bit."""
-    if isinstance(theirs, torch.Tensor):
-        if not isinstance(ours, torch.Tensor):
-            return [f"{path}: {type(ours).__name__} != Tensor"]
-        if ours.dtype != theirs.dtype or ours.shape != theirs.shape:
-            return [f"{path}: {ours.dtype}{tuple(ours.shape)} != {theirs.dtype}{tuple(theirs.shape)}"]
-        if ours.is_floating_point():  # NaN is not equal to itself; equal NaN positions are the same result
-            nans = ours.isnan()
-            if not torch.equal(nans, theirs.isnan()):
-                return [f"{path}: NaN positions differ"]
-            ours, theirs = ours.masked_fill(nans, 0), theirs.masked_fill(nans, 0)
-        return [] if torch.equal(ours, theirs) else [f"{path}: tensor values differ"]
-    if isinstance(theirs, dict) and isinstance(ours, dict):
-        found = (
-            [f"{path}: keys {sorted(map(str, ours.keys() ^ theirs.keys()))} not in both"]
-            if (ours.keys() != theirs.keys())
-            else []
-        )
-        for key in theirs.keys() & ours.keys():
-            found += differences(ours[key], theirs[key], f"{path}[{key!r}]")
-        return found
-    if isinstance(theirs, list | tuple) and isinstance(ours, list | tuple) and type(ours) is type(theirs):
-        if len(ours) != len(theirs):
-            return [f"{path}: length {len(ours)} != {len(theirs)}"]
-        return [d for i, (a, b) in enumerate(zip(ours, theirs)) for d in differences(a, b, f"{path}[{i}]")]
-    if isinstance(theirs, str) and isinstance(ours, str) and ours != theirs:
-        return [f"{path}: differs:\n--- ours\n{ours}\n--- torch\n{theirs}"]
-    return [] if ours == theirs else [f"{path}: {ours!r} != {theirs!r}"]
 
 
 def flow_results(api: str, model: Model, backend: Backend, ours: BackendConfig, theirs: BackendConfig):

@@ -61,15 +61,15 @@ def against_torch(root: Path, refs: list[BuilderRef], locations: dict | None = N
             continue
         with user_code.running(GeneratedModuleError, f"generated/{ref.module}.py", root):
             module = import_generated(root, ref.module)
-            ours = _build(module, ref)
+            ours = build_generated(module, ref)
         theirs = divergence.build_reference(ref.reference, root, ref.location)
         # Comparing callables calls the user's own (fuser methods): an exit there must not end the run.
         with user_code.running(ReferenceBuilderError, f"comparing {ref.label}", root, ref.location, exceptions=False):
-            found = _against_reference(ref, module, ours, theirs, locations)
+            found = against_reference(ref, module, ours, theirs, locations)
         yield found
 
 
-def _against_reference(ref: BuilderRef, module, ours, theirs, locations) -> BackendDiff:
+def against_reference(ref: BuilderRef, module, ours, theirs, locations) -> BackendDiff:
     from generator.review import divergence
     from generator.review.changes import backend_diff
 
@@ -151,7 +151,7 @@ def _declared_dtype_config(declaration: Declaration, replaced):
     return DeclaredChange(declaration.kind, declaration.pattern, declaration.reason, location, tuple(fields.values()))
 
 
-def _build(module: types.ModuleType, ref: BuilderRef):
+def build_generated(module: types.ModuleType, ref: BuilderRef):
     builder = getattr(module, ref.function, None)
     if builder is None:
         fix = "run python -m generator regenerate"

@@ -9,7 +9,8 @@ and what it is for:
 - real FX flows run with it on a small seeded model made from its own patterns:
   prepare_fx, calibration and convert_to_reference_fx; prepare_qat_fx with a training
   step where QAT modules exist; fuse_fx where fusions exist. Each flow must show the
-  backend's patterns taking effect (fused, QAT and reference quantized modules).
+  backend's patterns taking effect (fused, QAT and reference quantized modules). These are
+  the generator's own (generator/review/flows.py): `python -m generator verify` runs them.
 
 `tests/test_custom_backends.py` runs these on the spec's backends, and
 `tests/test_tutorial_backend.py` on the backend of PyTorch's BackendConfig tutorial,
@@ -17,27 +18,16 @@ laid over a copy of the project from `tests/custom_backends/tutorial/` (the fold
 the custom backends' spec files, data for the tests).
 """
 
-import copy
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 
-import torch
-from torch import nn
-from torch.ao.quantization import (
-    FakeQuantize,
-    MinMaxObserver,
-    PlaceholderObserver,
-    QConfig,
-    QConfigMapping,
-)
 from torch.ao.quantization.backend_config import ObservationType
-from torch.ao.quantization.quantize_fx import convert_to_reference_fx, fuse_fx, prepare_fx, prepare_qat_fx
 
 from generator.importer import factories
 from generator.model import CONSTRAINT_BOUNDS, Call, FunctionDef, TorchRef
-from generator.review import callables
+from generator.review import callables, flows
 from generator.review.divergence import torch_key
 
 # ---------------------------------------------------------------------------
@@ -161,233 +151,15 @@ def _resolved_callable(value, module):
 
 
 # ---------------------------------------------------------------------------
-# FX flows on a model made from the backend's own patterns
+# FX flows on a model made from the backend's own patterns: the generator's own (generator/review/flows.py,
+# what `python -m generator verify` runs on a backend without a reference)
 # ---------------------------------------------------------------------------
 
-ELEMENTWISE = (nn.ReLU, nn.ReLU6, nn.Hardswish, nn.ELU, nn.LeakyReLU, nn.Sigmoid, nn.Tanh, nn.Identity, nn.Dropout)
-FEATURES, CHANNELS = 8, 3
-
-
-@dataclass(frozen=True)
-class Branch:
-    """One pattern of the backend as a small Sequential, and what its configs say should happen to it."""
-
-    pattern: tuple
-    input_shape: tuple[int, ...]
-    qconfig_dtypes: object  # the torch DTypeConfig the branch's qconfig is made for
-    fused_module: type | None
-    qat_module: type | None
-    reference_module: type | None
-
-    def make(self) -> nn.Sequential:
-        return nn.Sequential(*(_layer(cls, self.input_shape) for cls in self.pattern))
-
-
-def _layer(cls, input_shape):
-    if cls is nn.Linear:
-        return nn.Linear(FEATURES, FEATURES)
-    if cls in (nn.Conv1d, nn.Conv2d, nn.Conv3d):
-        return cls(CHANNELS, CHANNELS, 3, padding=1)
-    if cls in (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d):
-        return cls(input_shape[1])
-    return cls()
-
-
-def _input_shape(first) -> tuple[int, ...] | None:
-    dims = {nn.Conv1d: 1, nn.Conv2d: 2, nn.Conv3d: 3, nn.BatchNorm2d: 2, nn.BatchNorm3d: 3}
-    if first in dims:
-        return (2, CHANNELS) + (6,) * dims[first]
-    if first in (nn.Linear, nn.BatchNorm1d) or first in ELEMENTWISE:
-        return (4, FEATURES)
-    return None
-
-
-def branches(backend_config) -> list[Branch]:
-    """A branch per pattern made of module classes this file knows how to build, with a static int8 dtype config."""
-    by_pattern = {c.pattern: c for c in backend_config.configs if c.pattern is not None}
-    found = []
-    for config in backend_config.configs:
-        pattern = config.pattern if isinstance(config.pattern, tuple) else (config.pattern,)
-        if not all(isinstance(p, type) and issubclass(p, nn.Module) for p in pattern):
-            continue
-        shape = _input_shape(pattern[0])
-        dtype_config = next((dc for dc in config.dtype_configs if _static_int8(dc)), None)
-        if shape is None or dtype_config is None or any(p.__module__.startswith("torch.ao.nn") for p in pattern):
-            continue
-        # What the quantized branch holds: the config of the fused module when the pattern fuses.
-        effective = by_pattern.get(config.fused_module, config) if config.fused_module else config
-        found.append(
-            Branch(pattern, shape, dtype_config, config.fused_module, effective.qat_module,
-                   effective.reference_quantized_module)
-        )
-    return found
-
-
-def _static_int8(dtype_config) -> bool:
-    activation = dtype_config.input_dtype_with_constraints
-    return (
-        not dtype_config.is_dynamic
-        and activation.dtype in (torch.quint8, torch.qint8)
-        and activation.scale_exact_match is None
-        and dtype_config.weight_dtype in (None, torch.float, torch.qint8, torch.quint8)
-    )
-
-
-def qconfig(dtype_config, qat: bool) -> QConfig:
-    """Observers that satisfy the dtype config's constraints (range, minimum scale)."""
-    activation = _observer(dtype_config.input_dtype_with_constraints, torch.per_tensor_affine, qat)
-    weight_constraints = dtype_config.weight_dtype_with_constraints
-    if weight_constraints.dtype in (torch.qint8, torch.quint8):
-        weight = _observer(weight_constraints, torch.per_tensor_symmetric, qat)
-    else:
-        weight = PlaceholderObserver.with_args(dtype=torch.float)
-    return QConfig(activation=activation, weight=weight)
-
-
-def _observer(constraints, qscheme, qat: bool):
-    info = torch.iinfo(torch.uint8 if constraints.dtype == torch.quint8 else torch.int8)
-    low = constraints.quant_min_lower_bound
-    high = constraints.quant_max_upper_bound
-    settings = {
-        "dtype": constraints.dtype,
-        "qscheme": qscheme,
-        "quant_min": info.min if low is None else max(low, info.min),
-        "quant_max": info.max if high is None else min(high, info.max),
-        "eps": max(constraints.scale_min_lower_bound or 0, torch.finfo(torch.float32).eps),
-    }
-    if qat:
-        return FakeQuantize.with_args(observer=MinMaxObserver, **settings)
-    return MinMaxObserver.with_args(**settings)
-
-
-class Branches(nn.Module):
-    """b0, b1, ...: one branch per pattern, each on its own input."""
-
-    def __init__(self, made: list[nn.Module]):
-        super().__init__()
-        self.count = len(made)
-        for index, branch in enumerate(made):
-            self.add_module(f"b{index}", branch)
-
-    def forward(self, inputs: list[torch.Tensor]):
-        # indexed, not iterated: FX traces `inputs` as one value of unknown length
-        return [getattr(self, f"b{index}")(inputs[index]) for index in range(self.count)]
-
-
-def model_and_inputs(found: list[Branch], seed: int = 0):
-    torch.default_generator.manual_seed(seed)
-    model = Branches([b.make() for b in found])
-    inputs = [torch.randn(b.input_shape) for b in found]
-    return model, inputs
-
-
-def qconfig_mapping(found: list[Branch], qat: bool) -> QConfigMapping:
-    mapping = QConfigMapping()
-    for index, branch in enumerate(found):
-        mapping.set_module_name(f"b{index}", qconfig(branch.qconfig_dtypes, qat))
-    return mapping
-
-
-@dataclass
-class FlowResult:
-    """What a flow produced: the graph code of each stage, the modules, and the outputs."""
-
-    codes: list[str]
-    modules: list[str]
-    outputs: list[torch.Tensor]
-
-
-def run_flows(found: list[Branch], backend_config) -> dict[str, tuple[FlowResult, nn.Module]]:
-    """{flow: (result, final model)} for ptq, and qat and fuse where the patterns call for them.
-
-    FX traces without recording each node's Python stack: nothing compared shows it (gm.code is not
-    verbose), and the first stack recorded imports torch._inductor to symbolize it (seconds a process).
-    """
-    previous = torch.fx.config.do_not_emit_stack_traces
-    torch.fx.config.do_not_emit_stack_traces = True
-    try:
-        results = {"ptq": _ptq(found, backend_config)}
-        if any(b.qat_module for b in found):
-            results["qat"] = _qat(found, backend_config)
-        if any(b.fused_module for b in found):
-            results["fuse"] = _fuse(found, backend_config)
-    finally:
-        torch.fx.config.do_not_emit_stack_traces = previous
-    return results
-
-
-def _ptq(found, backend_config):
-    model, inputs = model_and_inputs(found)
-    example = (inputs,)
-    prepared = prepare_fx(model.eval(), qconfig_mapping(found, qat=False), example, backend_config=backend_config)
-    for seed in range(3):
-        torch.default_generator.manual_seed(100 + seed)  # the CPU generator: torch.manual_seed costs ms
-        prepared([torch.randn(b.input_shape) for b in found])
-    converted = convert_to_reference_fx(copy.deepcopy(prepared), backend_config=backend_config)
-    return _result([prepared, converted], converted, inputs), converted
-
-
-def _qat(found, backend_config):
-    model, inputs = model_and_inputs(found)
-    prepared = prepare_qat_fx(model.train(), qconfig_mapping(found, qat=True), (inputs,), backend_config=backend_config)
-    loss = sum(out.sum() for out in prepared(inputs))
-    loss.backward()
-    with torch.no_grad():  # one plain SGD step (torch.optim's first use imports torch._dynamo: seconds)
-        for parameter in prepared.parameters():
-            if parameter.grad is not None:
-                parameter -= 0.01 * parameter.grad
-    converted = convert_to_reference_fx(copy.deepcopy(prepared).eval(), backend_config=backend_config)
-    result = _result([prepared, converted], converted, inputs)
-    result.modules.insert(0, str(prepared))
-    return result, prepared
-
-
-def _fuse(found, backend_config):
-    model, inputs = model_and_inputs(found)
-    fused = fuse_fx(model.eval(), backend_config=backend_config)
-    return _result([fused], fused, inputs), fused
-
-
-def _result(stages, final, inputs) -> FlowResult:
-    with torch.no_grad():
-        outputs = [out.detach() for out in final(inputs)]
-    return FlowResult([stage.code for stage in stages], [str(stage) for stage in stages], outputs)
+Branch, branches, run_flows, model_and_inputs = flows.Branch, flows.branches, flows.run_flows, flows.model_and_inputs
+qconfig, qconfig_mapping, FlowResult = flows.qconfig, flows.qconfig_mapping, flows.FlowResult
 
 
 def flow_problems(builder) -> list[str]:
     """What the FX flows show going wrong with the builder's own patterns ([] when they work)."""
-    config = builder.ours()()
-    found = branches(config)
-    if not found:
-        return [f"{builder.id}: no pattern of this backend could be made into a model to run FX flows on"]
-    problems = []
-    results = run_flows(found, config)
-    float_model, inputs = model_and_inputs(found)
-    with torch.no_grad():
-        expected = float_model.eval()(inputs)
-    ptq, converted = results["ptq"]
-    if "quantize_per_tensor" not in ptq.codes[-1]:
-        problems.append("ptq: convert_to_reference_fx inserted no quantize_per_tensor")
-    for index, branch in enumerate(found):
-        problems += _branch_problems(index, branch, results)
-    for name, (result, _) in results.items():
-        for out, want in zip(result.outputs, expected, strict=True):
-            if out.shape != want.shape or not torch.isfinite(out).all():
-                problems.append(f"{name}: output {tuple(out.shape)} against {tuple(want.shape)} or not finite")
-    if "fuse" in results and not all(torch.equal(a, b) for a, b in zip(results["fuse"][0].outputs, expected)):
-        problems.append("fuse: the fused model does not compute what the float model computes")
-    return problems
-
-
-def _branch_problems(index: int, branch: Branch, results) -> list[str]:
-    wanted = [("ptq", branch.reference_module)]
-    wanted += [("qat", branch.qat_module), ("fuse", branch.fused_module)]
-    problems = []
-    for flow, cls in wanted:
-        if cls is None or flow not in results:
-            continue
-        model = results[flow][1]
-        held = [m for name, m in model.named_modules() if name.startswith(f"b{index}.") or name == f"b{index}"]
-        if not any(isinstance(m, cls) for m in held):
-            problems.append(f"{flow}: branch b{index} {branch.pattern} holds no {cls.__name__}")
-    return problems
+    problems = flows.flow_problems(builder.ours()())
+    return [f"{builder.id}: {problem}" if problem.startswith("no pattern") else problem for problem in problems]
