@@ -95,11 +95,11 @@ def config(root: Path) -> ProjectConfig:
 
 
 def _parse(root: Path, path: Path) -> ProjectConfig:
+    if TABLE not in path.read_text(encoding="utf-8", errors="replace"):
+        return DEFAULT  # no table of ours (pyproject.toml's other tables are not ours to judge)
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
-        if f"[tool.{TABLE}]" not in path.read_text(encoding="utf-8", errors="replace"):
-            return DEFAULT
         try:
             import tomli as tomllib
         except ModuleNotFoundError:
@@ -177,7 +177,7 @@ def has_table(folder: Path) -> bool:
         text = (folder / PYPROJECT).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return False
-    return f"[tool.{TABLE}]" in text or f'[tool."{TABLE}"]' in text
+    return f"tool.{TABLE}" in text or f'tool."{TABLE}"' in text
 
 
 def spec_folder(root: Path) -> Path:
