@@ -34,13 +34,23 @@ from generator.project import Templates
 from generator.spelling import bound_source, docstring, import_lines, python_source
 
 
-@functools.cache
-def make_environment(templates: Templates) -> jinja2.Environment:
-    """One environment per templates search path, so each template is compiled once per process.
+def searched(templates: Templates | Path) -> Templates:
+    """The templates search path; a folder alone is that folder (labelled templates/)."""
+    return templates if isinstance(templates, Templates) else Templates((Path(templates),), ("templates",))
+
+
+def make_environment(templates: Templates | Path) -> jinja2.Environment:
+    """One environment per templates search path (project.templates; or one folder), so each template is
+    compiled once per process.
 
     Jinja2 checks a template file's modification time before reusing it, so an
     edited template is recompiled.
     """
+    return _environment(searched(templates))
+
+
+@functools.cache
+def _environment(templates: Templates) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader([str(folder) for folder in templates.folders]),
         undefined=jinja2.StrictUndefined,
@@ -78,7 +88,7 @@ def markdown_code(text: str) -> str:
     return fence + padded.replace("|", "\\|") + fence
 
 
-def preload(templates: Templates, cache_root: Path | None = None) -> None:
+def preload(templates: Templates | Path, cache_root: Path | None = None) -> None:
     """Compile every template now, or load it from the cache of the project at `cache_root` (see template_cache)
     when given."""
     env = make_environment(templates)
@@ -88,8 +98,9 @@ def preload(templates: Templates, cache_root: Path | None = None) -> None:
         env.get_template(name)
 
 
-def render_module(module: ExpandedModule, templates: Templates) -> str:
+def render_module(module: ExpandedModule, templates: Templates | Path) -> str:
     """The module's source text, before formatting and without the digest header."""
+    templates = searched(templates)
     env = make_environment(templates)
     refs = list(_module_refs(module))
     aliases = import_aliases(module, (ref.path for ref in refs))
@@ -110,8 +121,9 @@ def render_module(module: ExpandedModule, templates: Templates) -> str:
         _ALIASES.reset(token)
 
 
-def render_matrix(matrix: SupportMatrix, templates: Templates) -> str:
+def render_matrix(matrix: SupportMatrix, templates: Templates | Path) -> str:
     """The support matrix document, without the digest header."""
+    templates = searched(templates)
     env = make_environment(templates)
     try:
         return env.get_template("docs/support-matrix.md.j2").render(matrix=matrix)
@@ -189,8 +201,9 @@ def _exports(module: ExpandedModule) -> list[str]:
     return names + [n for n in module.spec.exports if n not in names]
 
 
-def _template_error(error: jinja2.TemplateError, templates: Templates) -> TemplateRenderError:
+def _template_error(error: jinja2.TemplateError, templates: Templates | Path) -> TemplateRenderError:
     """The error at the template file it is about: the project's own (templates/x.j2) or the shipped one."""
+    templates = searched(templates)
     name = getattr(error, "name", None) or getattr(error, "filename", None)
     line = getattr(error, "lineno", None)
     location = None

@@ -101,8 +101,9 @@ class _Templates:
     """The project's function templates, tried with candidate parameters."""
 
     def __init__(self, templates: Templates):
-        from generator.building.rendering import make_environment
+        from generator.building.rendering import make_environment, searched
 
+        templates = searched(templates)
         self.env = make_environment(templates)
         self.compiled: dict[str, object] = {}
         self.rendered: dict[tuple, str] = {}
