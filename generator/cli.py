@@ -252,13 +252,14 @@ def add_init(subparsers) -> None:
 
 
 def find_root(start: Path) -> Path:
-    """The nearest folder at or above `start` that holds spec/, as git finds the folder holding .git.
+    """The nearest folder at or above `start` that holds spec/ or a pyproject.toml with the tool's table
+    ([tool.backend-config-generator]), as git finds the folder holding .git.
 
     A backend author may stand in spec/, generated/ or any folder below the project.
     """
     looked = []
     for folder in (start, *start.parents):
-        if (folder / "spec").is_dir():
+        if (folder / "spec").is_dir() or project.has_table(folder):
             return folder
         looked.append(str(folder))
     raise errors.NotAProjectError(
@@ -285,13 +286,14 @@ def require_project(root: Path, command: str) -> None:
     A spec/ without spec files is refused too (but by `import`, which writes the
     first one): regenerate would otherwise delete every generated module.
     """
-    if not (root / "spec").is_dir():
+    specs = project.config(root).specs
+    if not (root / specs).is_dir():
         raise errors.NotAProjectError(
-            f"{root} is not a project root: it has no spec/ folder; run in the project's folder or pass --root DIR"
+            f"{root} is not a project root: it has no {specs}/ folder; run in the project's folder or pass --root DIR"
         )
     if command != "import" and not project.spec_files(root):
         raise errors.NoSpecFilesError(
-            f"{root / 'spec'} has no spec files (spec/NAME.py with MODULE = Module(...)); write one, "
+            f"{root / specs} has no spec files ({specs}/NAME.py with MODULE = Module(...)); write one, "
             "or start from a builder with python -m generator import MODULE:FUNCTION"
         )
 

@@ -17,7 +17,7 @@ import difflib
 import functools
 from pathlib import Path
 
-from generator import cache, digests, errors, files, progress
+from generator import cache, digests, errors, files, progress, project
 from generator.freshness import manifest, planning
 
 OK, DIFFERENT = 0, 1
@@ -89,6 +89,10 @@ def _matrix(args, console) -> int:
     root = args.root
     every = planning.plan(root)
     matrix = [t for t in every if t.is_matrix]
+    if not matrix:
+        raise errors.ProjectConfigError(
+            f'{project.PYPROJECT}: [tool.{project.TABLE}] matrix is "": this project keeps no support matrix'
+        )
     texts = {}
     if args.stdout or args.force or planning.freshness(matrix[0]) != "fresh":
         modules, texts = build_with_progress("matrix", root, matrix, jobs=1)
@@ -180,7 +184,7 @@ def _manifest_problem(root: Path, targets, recorded, texts) -> str | None:
     """The manifest regenerate would write, when it differs from the one on disk (all outputs fresh)."""
     written = {t.relative: digests.text_digest(texts[t.name]) for t in targets} if texts else {}
     expected = manifest.updated(recorded, {t.relative: dict(t.made_from) for t in targets}, written).text()
-    path = root / manifest.PATH
+    path = root / manifest.path_in(root)
     return None if path.exists() and path.read_bytes() == expected.encode() else expected
 
 
@@ -195,11 +199,12 @@ def _explain(root, targets, problems, orphaned, console, texts: dict[str, str], 
         if status.state == "stale" and known and current_text == texts[target.name]:
             # Re-rendered to know: an input changed in a way that does not reach this file.
             changed = "; ".join(status.reasons)
-            console.say(f"{relative}: inputs changed ({changed}), content unchanged: {SAME_OUTPUT_FIX}")
+            console.say(f"{relative}: inputs changed ({changed}), content unchanged: {same_output_fix(root)}")
             continue
         if status.state == "edited" and current_text == texts[target.name]:
             # Not a hand edit: a regenerate killed between writing the files and the manifest.
-            console.say(f"{relative}: what regenerate writes, not yet recorded (an unfinished run?): {SAME_OUTPUT_FIX}")
+            unfinished = "what regenerate writes, not yet recorded (an unfinished run?)"
+            console.say(f"{relative}: {unfinished}: {same_output_fix(root)}")
             continue
         reasons = f": {'; '.join(status.reasons)}" if status.reasons else ""
         console.say(f"{relative}: {REASONS[status.state]}{reasons}", "red")
@@ -211,8 +216,8 @@ def _explain(root, targets, problems, orphaned, console, texts: dict[str, str], 
 
 
 def _explain_manifest(root: Path, expected: str, console) -> None:
-    path = root / manifest.PATH
-    relative = manifest.PATH.as_posix()
+    relative = manifest.path_in(root).as_posix()
+    path = root / relative
     current = digests.lenient_text(path).splitlines(keepends=True) if path.exists() else []
     console.say(f"{relative}: {'stale: it does not record what regenerate wrote' if current else 'missing'}", "red")
     regenerated = expected.splitlines(keepends=True)
@@ -220,7 +225,10 @@ def _explain_manifest(root: Path, expected: str, console) -> None:
 
 
 REASONS = {"missing": "missing", "stale": "stale", "edited": "edited by hand"}
-SAME_OUTPUT_FIX = f"regenerate updates only {manifest.PATH.as_posix()}"
+
+
+def same_output_fix(root: Path) -> str:
+    return f"regenerate updates only {manifest.path_in(root).as_posix()}"
 
 
 def cmd_diff(args, console) -> int:
@@ -337,7 +345,7 @@ def _content_changes(root: Path, stale: list, console) -> list:
     _, texts = build_with_progress("diff", root, targets, 1, reuse=True, keep=True)
     unchanged = {t.relative for t in targets if manifest.digest_of(t.output) == digests.text_digest(texts[t.name])}
     if unchanged:
-        console.warn(f"inputs changed, content unchanged: {', '.join(sorted(unchanged))}; {SAME_OUTPUT_FIX}")
+        console.warn(f"inputs changed, content unchanged: {', '.join(sorted(unchanged))}; {same_output_fix(root)}")
     return [found for found in stale if found.file not in unchanged]
 
 
@@ -348,7 +356,7 @@ def cmd_import(args, console) -> int:
     root = args.root
     name = args.name or reading.default_name(reading.split_target(args.target)[1])
     _refuse_a_spec_name(name)
-    path = root / "spec" / f"{name}.py"
+    path = project.spec_folder(root) / f"{name}.py"
     if path.exists() and not args.force:
         reading.find_builder(args.target, root)  # a misspelt module or function is said first
         raise errors.SpecExistsError(f"{path.relative_to(root)} exists; give --force to overwrite it or --name")
@@ -364,7 +372,7 @@ def cmd_import(args, console) -> int:
                 round_trip.refuse_to_drop_backends(existing, backend_config)
                 round_trip.refuse_to_drop_declarations(existing)
                 shown.step(f"reading {len(backend_config.configs)} pattern configs")
-                templates = root / "templates"
+                templates = project.templates(root)
                 spec = reading.read_backend_config(name, args.target, builder, module, backend_config, templates)
                 spec = round_trip.recover(spec, existing)
                 spec = sections.place(spec, root, path)

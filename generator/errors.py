@@ -191,3 +191,7 @@ class MissingDependencyError(GeneratorError):
 
 class NotImportableError(GeneratorError):
     """A spec names an object whose package imports only from the project root, not from any other folder."""
+
+
+class ProjectConfigError(GeneratorError):
+    """The project's [tool.backend-config-generator] table in pyproject.toml is not valid."""

@@ -275,7 +275,9 @@ class ModuleSpec:
     location: SourceLocation | None = field(default=None, compare=False, repr=False)
     # The project files its load read, (path, digest): what the manifest records it was made from.
     read: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
+    # The project's generated folder (pyproject.toml's [tool.backend-config-generator] generated), set by the loader.
+    generated: str = "generated"
 
     @property
     def output(self) -> str:
-        return f"generated/{self.name}.py"
+        return f"{self.generated}/{self.name}.py"

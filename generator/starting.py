@@ -13,12 +13,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator import errors, files
+import dataclasses
+
+from generator import errors, files, project
 
 TABLE = "tool.backend-config-generator"
-# The table's keys init writes, with this repository's layout as their defaults (what the tool reads when a
-# key is absent).
-DEFAULTS = {"specs": "spec", "generated": "generated", "package": "generated", "matrix": "docs/support-matrix.md"}
+# The table's keys init writes, with their defaults: what the tool reads when a key is absent
+# (project.ProjectConfig; `templates` is left out: the shipped templates serve a new project).
+DEFAULTS = {f.name: f.default for f in dataclasses.fields(project.ProjectConfig) if f.name != "templates"}
 EXAMPLE = "my_backend"
 HOOK_ID = "backend-config-generator-check"
 DISTRIBUTION = "backend-config-generator"

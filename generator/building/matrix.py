@@ -27,6 +27,7 @@ class Column:
     builder: str
     module: str
     patterns: int
+    output: str = ""  # the generated module's file (generated/x86.py), where the project's layout puts it
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class SupportMatrix:
 
 def support_matrix(modules: list[ExpandedModule]) -> SupportMatrix:
     backends = [(module, expanded.backend) for module in modules for expanded in module.backends]
-    columns = tuple(Column(b.label, b.builder, m.spec.name, len(b.configs)) for m, b in backends)
+    columns = tuple(Column(b.label, b.builder, m.spec.name, len(b.configs), m.spec.output) for m, b in backends)
     cells: dict[tuple[str, str], list[tuple[str, ...]]] = {}
     labels: dict[tuple[str, str], str] = {}
     for index, (_, backend) in enumerate(backends):

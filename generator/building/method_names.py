@@ -20,6 +20,7 @@ import difflib
 import functools
 from pathlib import Path
 
+from generator import project
 from generator.errors import UnknownTorchNameError
 from generator.model import ModuleSpec, SourceLocation, TorchRef
 
@@ -83,8 +84,7 @@ def facts_from_torch(names: dict[str, SourceLocation | None], root: Path) -> dic
 
 def literal_location(text: str, root: Path, fallback: SourceLocation | None) -> SourceLocation | None:
     """The line of the string literal `text` in the spec: in the fallback's file first, then in spec/."""
-    spec = root / "spec"
-    files = sorted(spec.glob("*.py"))
+    files = sorted(project.spec_folder(root).glob("*.py"))
     if fallback is not None:
         files.sort(key=lambda f: f.relative_to(root).as_posix() != fallback.file)
     for file in files:

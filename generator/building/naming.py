@@ -65,12 +65,12 @@ def _check_module_name(root: Path, module: ExpandedModule, recorded: manifest.Ma
     if spec.name != literal:
         raise NameClashError(
             f"Module(name=...) must be a string literal, such as name={spec.name!r}: check and regenerate read "
-            f"it without running the spec, and would take this module for generated/{literal}.py",
+            f"it without running the spec, and would take this module for {spec.generated}/{literal}.py",
             where(),
         )
     if _is_dunder(spec.name) or spec.name in PACKAGE_FILES:
         raise NameClashError(
-            f"module name {spec.name!r} would replace generated/{spec.name}.py, a file of the generated/ "
+            f"module name {spec.name!r} would replace {spec.output}, a file of the {spec.generated}/ "
             "package itself; rename the spec file or give Module(name=...) another name",
             where(),
         )

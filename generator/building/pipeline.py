@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-from generator import digests, process
+from generator import digests, process, project
 from generator.building import check_memo, formatting, import_names, naming, rendering, resolution
 from generator.building.expansion import ExpandedModule, check_dtype_config_declarations, expand_module
 from generator.building.formatting import Formatter
@@ -22,6 +22,7 @@ from generator.building.rendering import render_matrix, render_module
 from generator.errors import GeneratorError
 from generator.freshness.planning import Target
 from generator.loading import loader
+from generator.project import Templates
 
 
 def load(root: Path, validate: bool, reuse: bool = False, cache_of: Path | None = None) -> list[ExpandedModule]:
@@ -93,7 +94,7 @@ def build(
     by_name = {m.spec.name: m for m in modules}
     wanted = [t for t in targets if not t.is_matrix]
     largest_first = sorted(wanted, key=lambda t: -_pattern_count(by_name[t.name]))
-    templates = root / "templates"
+    templates = project.templates(root)
     if wanted:  # before forking black's workers, which would each compile them; the matrix needs only its own
         rendering.preload(templates, root)
     pending, checked = _handed_to_the_formatter(root, [by_name[t.name] for t in largest_first], templates, formatter)
@@ -114,7 +115,7 @@ def build(
 
 
 def _handed_to_the_formatter(
-    root: Path, largest_first: list[ExpandedModule], templates: Path, formatter: Formatter
+    root: Path, largest_first: list[ExpandedModule], templates: Templates, formatter: Formatter
 ) -> tuple[dict[str, Callable[[], str]], set[str]]:
     """Render each module and hand it to the formatter: (each module's pending result, the names of those
     whose rendered text passed the static checks). The first error is raised as rendering the modules
@@ -172,7 +173,7 @@ def _child_share(largest_first: list[ExpandedModule]) -> list[ExpandedModule]:
     return share
 
 
-def _rendered(modules: list[ExpandedModule], templates: Path) -> dict[str, str | Exception]:
+def _rendered(modules: list[ExpandedModule], templates: Templates) -> dict[str, str | Exception]:
     """Each module's rendered text by name, in order, up to the first error, which takes its place.
 
     An exception that is not a GeneratorError (a template's bug) is kept too: raised in order, it
@@ -190,7 +191,7 @@ def _rendered(modules: list[ExpandedModule], templates: Path) -> dict[str, str |
 
 def _rendered_and_checked(root: Path, modules: list[ExpandedModule]) -> tuple[dict, set[str]]:
     """In a child process: _rendered, and the names of the texts that pass the static checks."""
-    outcomes = _rendered(modules, root / "templates")
+    outcomes = _rendered(modules, project.templates(root))
     checked = {m.spec.name for m in modules if isinstance(outcomes.get(m.spec.name), str)
                and _passes_checks(root, m.spec.name, m, outcomes[m.spec.name])}  # fmt: skip
     return outcomes, checked

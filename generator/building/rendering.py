@@ -1,7 +1,8 @@
 """Stage 3: render an expanded module to Python source through Jinja2 templates.
 
 Templates live in templates/ (module.py.j2, and one file per kind of generated
-function in templates/functions/). Rendering is strict: an undefined template
+function in templates/functions/): the project's own folder first, then the ones
+the tool ships (generator.project.templates). Rendering is strict: an undefined template
 variable is an error, never an empty string. How each value is spelt in Python
 is decided in generator/spelling.py.
 """
@@ -29,18 +30,29 @@ from generator.model import (
     FunctionDef,
     SourceLocation,
 )
+from generator.project import Templates
 from generator.spelling import bound_source, docstring, import_lines, python_source
 
 
-@functools.cache
-def make_environment(templates_dir: Path) -> jinja2.Environment:
-    """One environment per templates folder, so each template is compiled once per process.
+def searched(templates: Templates | Path) -> Templates:
+    """The templates search path; a folder alone is that folder (labelled templates/)."""
+    return templates if isinstance(templates, Templates) else Templates((Path(templates),), ("templates",))
+
+
+def make_environment(templates: Templates | Path) -> jinja2.Environment:
+    """One environment per templates search path (project.templates; or one folder), so each template is
+    compiled once per process.
 
     Jinja2 checks a template file's modification time before reusing it, so an
     edited template is recompiled.
     """
+    return _environment(searched(templates))
+
+
+@functools.cache
+def _environment(templates: Templates) -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir)),
+        loader=jinja2.FileSystemLoader([str(folder) for folder in templates.folders]),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -76,19 +88,20 @@ def markdown_code(text: str) -> str:
     return fence + padded.replace("|", "\\|") + fence
 
 
-def preload(templates_dir: Path, cache_root: Path | None = None) -> None:
+def preload(templates: Templates | Path, cache_root: Path | None = None) -> None:
     """Compile every template now, or load it from the cache of the project at `cache_root` (see template_cache)
     when given."""
-    env = make_environment(templates_dir)
+    env = make_environment(templates)
     if cache_root is not None:
         env.bytecode_cache = TemplateBytecodeCache(cache_root)
     for name in env.list_templates(extensions=["j2"]):
         env.get_template(name)
 
 
-def render_module(module: ExpandedModule, templates_dir: Path) -> str:
+def render_module(module: ExpandedModule, templates: Templates | Path) -> str:
     """The module's source text, before formatting and without the digest header."""
-    env = make_environment(templates_dir)
+    templates = searched(templates)
+    env = make_environment(templates)
     refs = list(_module_refs(module))
     aliases = import_aliases(module, (ref.path for ref in refs))
     imports = import_lines(refs, _names_imported(module), aliases)
@@ -103,18 +116,19 @@ def render_module(module: ExpandedModule, templates_dir: Path) -> str:
             functions=functions,
         )
     except jinja2.TemplateError as error:
-        raise _template_error(error, templates_dir) from None
+        raise _template_error(error, templates) from None
     finally:
         _ALIASES.reset(token)
 
 
-def render_matrix(matrix: SupportMatrix, templates_dir: Path) -> str:
+def render_matrix(matrix: SupportMatrix, templates: Templates | Path) -> str:
     """The support matrix document, without the digest header."""
-    env = make_environment(templates_dir)
+    templates = searched(templates)
+    env = make_environment(templates)
     try:
         return env.get_template("docs/support-matrix.md.j2").render(matrix=matrix)
     except jinja2.TemplateError as error:
-        raise _template_error(error, templates_dir) from None
+        raise _template_error(error, templates) from None
 
 
 def render_function(env: jinja2.Environment, function: FunctionDef) -> str:
@@ -187,24 +201,28 @@ def _exports(module: ExpandedModule) -> list[str]:
     return names + [n for n in module.spec.exports if n not in names]
 
 
-def _template_error(error: jinja2.TemplateError, templates_dir: Path) -> TemplateRenderError:
+def _template_error(error: jinja2.TemplateError, templates: Templates | Path) -> TemplateRenderError:
+    """The error at the template file it is about: the project's own (templates/x.j2) or the shipped one."""
+    templates = searched(templates)
     name = getattr(error, "name", None) or getattr(error, "filename", None)
     line = getattr(error, "lineno", None)
     location = None
     if name and line:
-        location = SourceLocation(str(Path("templates") / name), line)
+        found = templates.found(name)
+        location = SourceLocation(found[1] if found else str(Path("templates") / name), line)
     elif isinstance(error, jinja2.UndefinedError):
-        location = _undefined_location(error, templates_dir)
+        location = _undefined_location(error, templates)
     return TemplateRenderError(f"template error: {error}", location)
 
 
-def _undefined_location(error: jinja2.UndefinedError, templates_dir: Path) -> SourceLocation | None:
+def _undefined_location(error: jinja2.UndefinedError, templates: Templates) -> SourceLocation | None:
     """Jinja reports undefined names without a line; find it in the traceback."""
     tb = error.__traceback__
     location = None
     while tb is not None:
-        filename = Path(tb.tb_frame.f_code.co_filename)
-        if filename.suffix == ".j2" and templates_dir in filename.parents:
-            location = SourceLocation(str(Path("templates") / filename.relative_to(templates_dir)), tb.tb_lineno)
+        filename = tb.tb_frame.f_code.co_filename
+        label = templates.label_of(filename) if filename.endswith(".j2") else None
+        if label is not None:
+            location = SourceLocation(label, tb.tb_lineno)
         tb = tb.tb_next
     return location

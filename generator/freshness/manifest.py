@@ -1,4 +1,5 @@
-"""The manifest: what each generated file was made from, in one file (generated/manifest.json).
+"""The manifest: what each generated file was made from, in one file (generated/manifest.json: the
+generated folder's manifest.json, project.ProjectConfig.manifest).
 
 Generated files carry no input digests, so a change that leaves a file's body
 alone leaves the file alone. The manifest records instead:
@@ -22,9 +23,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from generator import digests, files
+from generator import digests, files, project
 
-PATH = Path("generated") / "manifest.json"
+PATH = Path(project.DEFAULT.manifest)  # in a project of the default layout; path_in(root) in any
 ABOUT = "Written by python -m generator regenerate: what each generated file was made from. DO NOT EDIT."
 
 
@@ -62,10 +63,15 @@ class Manifest:
         return json.dumps(document, indent=1) + "\n"
 
 
+def path_in(root: Path) -> Path:
+    """The manifest's path relative to the root: in the generated folder the project configures."""
+    return Path(project.config(root).manifest)
+
+
 def read(root: Path) -> Manifest | None:
     """The manifest, or None when it is missing or not one (a hand edit that broke it)."""
     try:
-        document = json.loads((root / PATH).read_text(encoding="utf-8"))
+        document = json.loads((root / path_in(root)).read_text(encoding="utf-8"))
         outputs = {
             name: Entry(
                 str(record["digest"]),
@@ -125,7 +131,8 @@ def write_outputs(root: Path, targets, texts: dict[str, str], every=None, also=(
     ("written" or "unchanged", path relative to `root`) for the caller to print once
     the tree is whole: a full or closed standard output cannot stop the run halfway.
     """
-    for directory in {t.output.parent for t in targets} | {(root / PATH).parent}:
+    relative = path_in(root)
+    for directory in {t.output.parent for t in targets} | {(root / relative).parent}:
         files.remove_stale_temporaries(directory)
     recorded = read(root)
     new_texts = {t.relative: texts[t.name] for t in targets if t.name in texts}
@@ -133,16 +140,16 @@ def write_outputs(root: Path, targets, texts: dict[str, str], every=None, also=(
     final = updated(recorded, current, {o: digests.text_digest(text) for o, text in new_texts.items()})
     replaced = {t.relative: digest_of(t.output) for t in targets if t.relative in new_texts}
     replaced = {o: d for o, d in replaced.items() if d != final.outputs[o].digest}
-    manifest_changes = bool(replaced) or digest_of(root / PATH) != digests.text_digest(final.text())
-    files.ensure_writable([*(root / o for o in replaced), *[root / PATH] * manifest_changes, *also])
+    manifest_changes = bool(replaced) or digest_of(root / relative) != digests.text_digest(final.text())
+    files.ensure_writable([*(root / o for o in replaced), *[root / relative] * manifest_changes, *also])
     if replaced:
-        files.write_if_changed(root / PATH, pending(final, replaced).text())
+        files.write_if_changed(root / relative, pending(final, replaced).text())
     report = []
     for target in targets:
         written = target.relative in new_texts and files.write_if_changed(target.output, new_texts[target.relative])
         report.append(("written" if written else "unchanged", target.output.relative_to(root)))
-    if files.write_if_changed(root / PATH, final.text()):
-        report.append(("written", PATH))
+    if files.write_if_changed(root / relative, final.text()):
+        report.append(("written", relative))
     return report
 
 

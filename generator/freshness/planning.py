@@ -19,13 +19,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator import cache, digests
+from generator import cache, digests, project
 from generator.freshness import manifest
 from generator.loading import syntax
 from generator.project import spec_files
 
 MATRIX = "support-matrix"
-MATRIX_OUTPUT = Path("docs") / "support-matrix.md"
+MATRIX_OUTPUT = Path(project.DEFAULT.matrix)  # in a project of the default layout; matrix_output(root) in any
 _KEPT_MODULE_NAMES = 256  # names of contents long gone are pruned beyond this
 _LINT_ENTRY = "findings"  # one entry: the findings of the last inputs linted
 
@@ -75,17 +75,27 @@ def plan(root: Path, recorded: manifest.Manifest | None = None) -> list[Target]:
     The matrix is made from every spec file, so a new one is an input of it.
     """
     recorded = recorded if recorded is not None else manifest.read(root)
+    layout = project.config(root)
     digester = digests.InputsDigester(root)
     targets = []
     for spec_file in spec_files(root):
         name = module_name(spec_file)
-        relative = str(spec_file.relative_to(root))
-        output = Path("generated") / f"{name}.py"
+        relative = spec_file.relative_to(root).as_posix()
+        output = Path(layout.output(name))
         read = digester.project_files([relative, *_recorded_reads(recorded, output.as_posix(), digester)])
         targets.append(_target(root, name, relative, output, tuple(sorted(digester.inputs(read).items()))))
-    every = [t.source for t in targets] + _recorded_reads(recorded, MATRIX_OUTPUT.as_posix(), digester)
+    if not layout.matrix:
+        return targets  # the project keeps no support matrix
+    every = [t.source for t in targets] + _recorded_reads(recorded, layout.matrix, digester)
     matrix_inputs = digester.matrix_inputs(digester.project_files(every))
-    return targets + [_target(root, MATRIX, "spec/", MATRIX_OUTPUT, tuple(sorted(matrix_inputs.items())))]
+    matrix = _target(root, MATRIX, f"{layout.specs}/", Path(layout.matrix), tuple(sorted(matrix_inputs.items())))
+    return [*targets, matrix]
+
+
+def matrix_output(root: Path) -> Path | None:
+    """The support matrix's path relative to the root, None when the project keeps none."""
+    matrix = project.config(root).matrix
+    return Path(matrix) if matrix else None
 
 
 def _recorded_reads(recorded: manifest.Manifest | None, output: str, digester: digests.InputsDigester) -> list[str]:
@@ -131,7 +141,7 @@ def status(target: Target, recorded: manifest.Manifest | None) -> Status:
         return Status("missing")
     entry = recorded.outputs.get(target.relative) if recorded is not None else None
     if entry is None:
-        return Status("stale", (f"{manifest.PATH.as_posix()} has no record of it",))
+        return Status("stale", (f"{manifest.path_in(target.root).as_posix()} has no record of it",))
     digest = digests.file_text_digest(target.output)
     if digest != entry.digest:
         if digest == entry.previous:
@@ -175,7 +185,7 @@ def orphans(root: Path, targets: list[Target]) -> list[Path]:
     """Generated modules whose spec file is gone."""
     expected = {t.output for t in targets}
     found = []
-    for path in sorted((root / "generated").glob("*.py")):
+    for path in sorted((root / project.config(root).generated).glob("*.py")):
         if path not in expected and path.read_bytes().startswith(digests.GENERATED_LINE.encode()):
             found.append(path)
     return found

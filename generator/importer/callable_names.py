@@ -13,12 +13,12 @@ from __future__ import annotations
 import itertools
 import re
 import types
-from pathlib import Path
 
 from generator import dsl, model
 from generator.errors import UnnamedCallableError
 from generator.importer import factories
 from generator.importer.object_paths import home_of, object_path, path_ref, readable_name
+from generator.project import Templates
 
 # Values of template parameters that are not torch objects, by parameter name.
 SCALAR_CHOICES = {"side": ("left", "right"), "with_bn": (False, True), "relu": (False, True)}
@@ -27,8 +27,8 @@ SCALAR_CHOICES = {"side": ("left", "right"), "with_bn": (False, True), "relu": (
 class CallableNamer:
     """Names each fuser method or node getter the way a spec can write it."""
 
-    def __init__(self, templates_dir: Path):
-        self.templates = _Templates(templates_dir)
+    def __init__(self, templates: Templates):
+        self.templates = _Templates(templates)
         self.by_id: dict[int, tuple[object, object]] = {}  # id -> (callable, spec value): keeps ids alive
         self.defs: dict[str, model.FunctionDef] = {}
 
@@ -100,14 +100,15 @@ def _sequential_argument(value):
 class _Templates:
     """The project's function templates, tried with candidate parameters."""
 
-    def __init__(self, templates_dir: Path):
-        from generator.building.rendering import make_environment
+    def __init__(self, templates: Templates):
+        from generator.building.rendering import make_environment, searched
 
-        self.env = make_environment(templates_dir)
+        templates = searched(templates)
+        self.env = make_environment(templates)
         self.compiled: dict[str, object] = {}
         self.rendered: dict[tuple, str] = {}
-        folder = templates_dir / "functions"
-        self.names = sorted(p.name.removesuffix(".py.j2") for p in folder.glob("*.py.j2"))
+        names = [n.removeprefix("functions/") for n in templates.every() if n.startswith("functions/")]
+        self.names = sorted(n.removesuffix(".py.j2") for n in names if "/" not in n and n.endswith(".py.j2"))
 
     def parameters(self, template: str) -> list[str]:
         from generator.building.rendering import template_parameters

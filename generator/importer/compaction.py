@@ -16,7 +16,7 @@ import importlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from generator import dsl, model, user_code
+from generator import dsl, model, project, user_code
 from generator.importer import op_lists
 from generator.importer.dtype_names import shared_lists
 from generator.importer.reading import ImportedSpec
@@ -103,14 +103,14 @@ def _taken(spec: ImportedSpec) -> set[str]:
 
 def load_common(root: Path):
     """The project's spec/_common.py as the spec loader would run it, or None without one."""
-    if not (root / "spec" / "_common.py").is_file():
+    if not (project.spec_folder(root) / "_common.py").is_file():
         return None
     from generator.errors import SpecExecutionError
     from generator.loading.loader import spec_context
 
     with spec_context(root), user_code.running(SpecExecutionError, "loading spec/_common.py", root):
         try:
-            return importlib.import_module("spec._common")
+            return importlib.import_module(f"{project.config(root).spec_package}._common")
         except Exception:  # a broken _common.py is regenerate's to report; import just does not compact
             return None
 

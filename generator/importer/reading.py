@@ -37,6 +37,7 @@ from generator.errors import (
 from generator.importer.callable_names import CallableNamer
 from generator.importer.dtype_names import DTypeNamer, GlobalNames, shared_lists, used_dtype_configs
 from generator.importer.object_paths import home_of, path_ref
+from generator.project import Templates
 
 _CALLABLE_FIELDS = (
     ("fuser_method", "fuser_method"),
@@ -197,11 +198,11 @@ def default_name(function_name: str) -> str:
 # ---------------------------------------------------------------------------
 
 
-def read_backend_config(name: str, target: str, builder, module, backend_config, templates_dir: Path) -> ImportedSpec:
+def read_backend_config(name: str, target: str, builder, module, backend_config, templates: Templates) -> ImportedSpec:
     for config in backend_config.configs:
         _refuse_values_torch_cannot_use(config, _describe(config))
     dtypes = DTypeNamer(GlobalNames.of(module), used_dtype_configs(backend_config))
-    callables = CallableNamer(templates_dir)
+    callables = CallableNamer(templates)
     configs = tuple(_pattern_config(c, dtypes, callables) for c in backend_config.configs)
     # The builder is named as the target names it, whatever it is (a function, a partial,
     # a lambda, a callable object, a staticmethod): that name is what a generated module

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from generator import model
+from generator import model, project
 from generator.errors import DuplicateBackendError, GeneratorError, ImportWouldDropError
 from generator.model import ModuleSpec
 
@@ -42,7 +42,7 @@ def spec_already_builds(root: Path, module: ModuleSpec | None, backend_config) -
     from generator.building.rendering import render_module
 
     try:
-        text = render_module(expand_module(module), root / "templates")
+        text = render_module(expand_module(module), project.templates(root))
     except GeneratorError:
         return False
     return any(

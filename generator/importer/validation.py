@@ -22,7 +22,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from generator import cache
+from generator import cache, project
 from generator.errors import GeneratorError, ImportedSpecRefusedError
 
 
@@ -37,14 +37,17 @@ def refuse_what_regenerate_refuses(root: Path, path: Path, text: str) -> str:
 
     with tempfile.TemporaryDirectory(prefix="generator-import-") as temporary:
         copy = Path(temporary)
-        _helpers_of(root / "spec", copy / "spec")
-        (copy / "spec" / path.name).write_text(text, encoding="utf-8")
+        specs = project.config(root).specs
+        if (root / project.PYPROJECT).is_file():  # the same layout: the spec package's name, the generated folder
+            shutil.copy2(root / project.PYPROJECT, copy / project.PYPROJECT)
+        _helpers_of(root / specs, copy / specs)
+        (copy / specs / path.name).write_text(text, encoding="utf-8")
         _names_cache_of(root, copy)
         try:
             modules = loader.load_modules(copy)
             resolution.validate(modules, copy)
             expanded = [expand_module(module) for module in modules]
-            rendered = {module.spec.spec_file: render_module(module, root / "templates") for module in expanded}
+            rendered = {module.spec.spec_file: render_module(module, project.templates(root)) for module in expanded}
             with reading.without_the_root_import_added():
                 importability.require_importable_anywhere(expanded)
         except GeneratorError as error:

@@ -21,7 +21,7 @@ import sys
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 
-from generator import dsl, heap, user_code
+from generator import dsl, heap, project, user_code
 from generator.errors import (
     DeclarationWithoutReferenceError,
     DuplicateBackendError,
@@ -41,7 +41,8 @@ def spec_context(root: Path):
     """While spec code runs: a fresh `spec` package from this project, the project root first
     on sys.path, and locations (names, lines) read from the spec files as they are now."""
     saved_path = list(sys.path)
-    _forget_spec_package()
+    package = project.config(root).spec_package
+    _forget_spec_package(package)
     locations.set_project_root(root)
     locations.forget_source_files()
     spellings.forget()
@@ -52,7 +53,7 @@ def spec_context(root: Path):
     finally:
         sys.path[:] = saved_path
         locations.set_project_root(None)
-        _forget_spec_package()
+        _forget_spec_package(package)
 
 
 # Project source already compiled in this process, by path and source bytes: each spec file's load runs
@@ -136,6 +137,8 @@ def load_modules(
                 module = _load_one(root, path, observer)
                 made.append(module)
             modules.append(module)
+    generated = project.config(root).generated
+    modules = [m if m.generated == generated else dataclasses.replace(m, generated=generated) for m in modules]
     # The spec files' syntax trees served the loads (spec lines, dtype config names); any later
     # question parses again. Freed now, they leave the process and its formatting workers small.
     syntax.forget()
@@ -201,7 +204,7 @@ def _module_spec(root: Path, path: Path, relative: str, namespace) -> ModuleSpec
         message = f"MODULE must be a Module(...), not {dsl.describe(declared)}"
         raise SpecFieldError(message, SourceLocation(relative, max(lines, default=1)))
     if declared.name is None:
-        # The file's name is then the generated module's: `import generated.<name>` must work.
+        # The file's name is then the generated module's: `import generated.<name>` (the project's package) must work.
         what = "a spec file's name (it names the generated module)"
         dsl.identifier(path.stem, what, SourceLocation(relative, 1), "my_backend")
     return ModuleSpec(
@@ -217,7 +220,7 @@ def _module_spec(root: Path, path: Path, relative: str, namespace) -> ModuleSpec
 
 def _import_spec(root: Path, stem: str):
     try:
-        return importlib.import_module(f"spec.{stem}")
+        return importlib.import_module(f"{project.config(root).spec_package}.{stem}")
     except GeneratorError:
         raise
     except SyntaxError as error:
@@ -232,7 +235,7 @@ def _import_spec(root: Path, stem: str):
 
 def _innermost_spec_frame(root: Path, error: BaseException) -> tuple[SourceLocation | None, set[str]]:
     """Where in the spec the error arose, and the names visible there."""
-    spec_dir = str(root / "spec")
+    spec_dir = str(project.spec_folder(root))
     location, names = None, set()
     tb = error.__traceback__
     while tb is not None:
@@ -252,8 +255,8 @@ def _name_hint(error: Exception, names: set[str]) -> str:
     return ""
 
 
-def _forget_spec_package() -> None:
-    for name in [n for n in list(sys.modules) if n == "spec" or n.startswith("spec.")]:  # one-step copy: threads
+def _forget_spec_package(package: str) -> None:
+    for name in [n for n in list(sys.modules) if n == package or n.startswith(package + ".")]:  # one copy: threads
         del sys.modules[name]
 
 

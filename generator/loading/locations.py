@@ -15,10 +15,12 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
+import os
 import sys
 from pathlib import Path
 from types import CodeType
 
+from generator import project
 from generator.errors import SpecFieldError
 from generator.loading import syntax
 from generator.model import SourceLocation
@@ -104,7 +106,8 @@ def _spec_relative(filename: str) -> str | None:
     except KeyError:
         pass
     root = _project_root
-    relative = str(Path(filename).relative_to(root)) if filename.startswith(str(root / "spec")) else None
+    folder = str(project.spec_folder(root)) + os.sep
+    relative = str(Path(filename).relative_to(root)) if filename.startswith(folder) else None
     _spec_files[filename] = relative
     return relative
 

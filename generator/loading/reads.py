@@ -32,7 +32,7 @@ import sys
 import types
 from pathlib import Path
 
-from generator import digests
+from generator import digests, project
 
 _GENERATOR_DIR = str(Path(__file__).resolve().parent.parent) + os.sep
 # The standard library's own code (importlib, pathlib, glob) only carries out what its caller asks.
@@ -83,6 +83,7 @@ class Observer:
         prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if "-packages" in p)}
         inside = [str(Path(p).resolve()) + os.sep for p in prefixes if p]
         self._outside = (_GENERATOR_DIR, *(p for p in inside if p.startswith(self._prefix)))
+        self._outputs = tuple(f"{folder}/" for folder in project.config(self.root).output_folders())
         self.digests: dict[str, str] = {}
         self._foreign = _foreign_modules.setdefault((self._prefix, self._outside), {})
         self._last_look = _last_looks.setdefault((self._prefix, self._outside), {})
@@ -253,6 +254,8 @@ class Observer:
         relative = Path(filename[len(self._prefix) :])
         if relative.parts[0] in digests.NOT_INPUTS or "__pycache__" in relative.parts:
             return None
+        if relative.as_posix().startswith(self._outputs):
+            return None  # the generated folder: the generator's output
         return relative.as_posix()
 
     def _is_local_file(self, filename: str) -> bool:

@@ -19,6 +19,7 @@ import io
 import tokenize
 from pathlib import Path
 
+from generator import project
 from generator.loading import reads, syntax
 from generator.spelling import proven
 
@@ -135,7 +136,7 @@ def _mapping_source(root: Path, path: Path, node, key: str, depth: int) -> str |
 
 def _assignments(root: Path, path: Path, name: str):
     """Module-level `name = ...` in this spec file first, then in the others (where it is imported from)."""
-    files = [path, *sorted(p for p in (root / "spec").glob("*.py") if p != path)]
+    files = [path, *sorted(p for p in project.spec_folder(root).glob("*.py") if p != path)]
     for file in files:
         with reads.unobserved():  # only a file that assigns the name is an input of this load
             parsed = _parsed(file)

@@ -22,7 +22,7 @@ import types
 from collections.abc import Iterator
 from pathlib import Path
 
-from generator import user_code
+from generator import project, user_code
 from generator.building.expansion import Declaration
 from generator.errors import GeneratedModuleError, ReferenceBuilderError
 from generator.model import Backend
@@ -59,9 +59,10 @@ def against_torch(root: Path, refs: list[BuilderRef], locations: dict | None = N
     for ref in refs:
         if ref.reference is None:
             continue
-        with user_code.running(GeneratedModuleError, f"generated/{ref.module}.py", root):
+        output = project.config(root).output(ref.module)
+        with user_code.running(GeneratedModuleError, output, root):
             module = import_generated(root, ref.module)
-            ours = build_generated(module, ref)
+            ours = build_generated(module, ref, output)
         theirs = divergence.build_reference(ref.reference, root, ref.location)
         # Comparing callables calls the user's own (fuser methods): an exit there must not end the run.
         with user_code.running(ReferenceBuilderError, f"comparing {ref.label}", root, ref.location, exceptions=False):
@@ -151,11 +152,11 @@ def _declared_dtype_config(declaration: Declaration, replaced):
     return DeclaredChange(declaration.kind, declaration.pattern, declaration.reason, location, tuple(fields.values()))
 
 
-def build_generated(module: types.ModuleType, ref: BuilderRef):
+def build_generated(module: types.ModuleType, ref: BuilderRef, output: str):
     builder = getattr(module, ref.function, None)
     if builder is None:
         fix = "run python -m generator regenerate"
-        raise GeneratedModuleError(f"generated/{ref.module}.py has no {ref.function}; {fix}")
+        raise GeneratedModuleError(f"{output} has no {ref.function}; {fix}")
     return builder()
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 
-from generator import digests, process, user_code
+from generator import digests, process, project, user_code
 from generator.building.expansion import Declaration, expand_backend
 from generator.errors import (
     GeneratedModuleError,
@@ -55,26 +55,32 @@ class Side:
     def title(self) -> str:
         return self.revision or WORKING_TREE
 
+    @property
+    def generated(self) -> str:
+        """The generated folder, as the working tree's pyproject.toml places it."""
+        return project.config(self.root).generated
+
     def module_names(self) -> list[str]:
         if self.revision is None:
-            return sorted(p.stem for p in (self.root / "generated").glob("*.py") if not p.name.startswith("_"))
+            return sorted(p.stem for p in (self.root / self.generated).glob("*.py") if not p.name.startswith("_"))
         try:
-            listed = _git(self.root, "ls-tree", "--full-tree", "--name-only", self.path("generated"))
+            listed = _git(self.root, "ls-tree", "--full-tree", "--name-only", self.path(self.generated + "/"))
         except GitError:
             return []  # the revision exists (require_generated checked) but has no generated/
-        return sorted(n[:-3] for n in listed.split() if n.endswith(".py") and not n.startswith("_"))
+        names = [n.rpartition("/")[2] for n in listed.split()]
+        return sorted(n[:-3] for n in names if n.endswith(".py") and not n.startswith("_"))
 
     def source(self, module: str) -> str:
         if self.revision is None:
-            return digests.lenient_text(self.root / "generated" / f"{module}.py")
-        return _git(self.root, "show", self.path(f"generated/{module}.py"))
+            return digests.lenient_text(self.root / self.generated / f"{module}.py")
+        return _git(self.root, "show", self.path(f"{self.generated}/{module}.py"))
 
     def sources(self) -> dict[str, str]:
         """The source of every generated module, by module name (at a revision, read by one git process)."""
         names = self.module_names()
         if self.revision is None:
             return {name: self.source(name) for name in names}
-        return dict(zip(names, _git_blobs(self.root, [self.path(f"generated/{name}.py") for name in names])))
+        return dict(zip(names, _git_blobs(self.root, [self.path(f"{self.generated}/{name}.py") for name in names])))
 
     def path(self, relative: str) -> str:
         """`REV:./relative`: a project path at the revision, wherever the project sits in its repository.
@@ -118,7 +124,7 @@ def require_generated(side: Side) -> None:
             raise GitError(_why_no_revision(side)) from None
     if not side.module_names():
         where = f"{side.revision} has" if side.revision else f"{side.root} has"
-        raise NothingToCompareError(f"nothing to compare: {where} no generated modules in generated/")
+        raise NothingToCompareError(f"nothing to compare: {where} no generated modules in {side.generated}/")
 
 
 def _why_no_revision(side: Side) -> str:
@@ -173,14 +179,14 @@ def side_backends(side: Side, sources: dict[str, str], skipped: set[str]) -> dic
             continue
         if not source.startswith(digests.GENERATED_LINE):
             continue  # a file of the user's own in generated/: not a module to compare
-        where = f"generated/{module_name}.py" + (f" at {side.revision}" if side.revision else "")
+        where = f"{side.generated}/{module_name}.py" + (f" at {side.revision}" if side.revision else "")
         with user_code.running(GeneratedModuleError, where, side.root, SourceLocation(where, 1)):
             try:
                 module = _module_from_source(f"generated_{module_name}", source, where)
             except Exception as error:
                 revision = f"{side.revision}:" if side.revision else ""
                 raise GeneratedModuleError(
-                    f"{revision}generated/{module_name}.py fails to import: {type(error).__name__}: {error}; "
+                    f"{revision}{side.generated}/{module_name}.py fails to import: {type(error).__name__}: {error}; "
                     f"compare other revisions, or regenerate and commit at {side.title}"
                 ) from None
         names, labels = dtype_names(module), given_labels(module)
@@ -206,7 +212,7 @@ def _side_locations(side: Side) -> dict[str, dict[str, str]]:
     if side.revision is None:  # the working tree: its unchanged spec files' loads are in the model cache
         return spec_locations(side.root, reuse=True)
     with tempfile.TemporaryDirectory(prefix="generator-review-") as folder:
-        if not _extract(side, Path(folder), ("spec",)):
+        if not _extract(side, Path(folder), _top_level(side.root, "specs")):
             return {}  # the revision has no spec/: its patterns keep no spec lines
         # A revision's spec file that reads what a kept load read (most of them, after a one-file edit)
         # is not executed again either.
@@ -236,6 +242,11 @@ def _extract(side: Side, folder: Path, paths: tuple[str, ...]) -> bool:
     return True
 
 
+def _top_level(root: Path, key: str) -> tuple[str, ...]:
+    """The top-level folder of the project that holds one of its configured folders (`spec`)."""
+    return (getattr(project.config(root), key).split("/")[0],)
+
+
 def _links_as_committed(member: tarfile.TarInfo, destination: str) -> tarfile.TarInfo:
     """tarfile's "data" filter, except that a symlink pointing outside (e.g. to an absolute path)
     is made as committed: the working tree follows the same link, and spec code runs anyway."""
@@ -254,14 +265,16 @@ def _links_as_committed(member: tarfile.TarInfo, destination: str) -> tarfile.Ta
 
 def import_generated(root: Path, name: str) -> types.ModuleType:
     """The working tree's generated/NAME.py, run as a fresh module (its code compiled once per text)."""
-    path = root / "generated" / f"{name}.py"
+    layout = project.config(root)
+    relative = layout.output(name)
+    path = root / relative
     if not path.exists():
-        raise NothingToCompareError(f"nothing to compare: generated/{name}.py does not exist")
+        raise NothingToCompareError(f"nothing to compare: {relative} does not exist")
     try:
         code = _compiled(path.read_text(encoding="utf-8"), str(path), root, name)
-        return _module_from_code(f"generated.{name}", str(path), code)
+        return _module_from_code(layout.import_name(name), str(path), code)
     except Exception as error:
-        raise GeneratedModuleError(f"generated/{name}.py fails to import: {type(error).__name__}: {error}") from None
+        raise GeneratedModuleError(f"{relative} fails to import: {type(error).__name__}: {error}") from None
 
 
 def _module_from_source(name: str, source: str, filename: str) -> types.ModuleType:
@@ -358,7 +371,8 @@ def _may_name_a_reference(root: Path, wanted: list[str]) -> bool:
     """Whether a spec file could give a wanted backend a reference builder (`reference=`): only then is
     torch worth importing ahead. A guess from the text, only for speed: comparing imports what it needs."""
     try:
-        texts = [path.read_text(encoding="utf-8", errors="replace") for path in sorted((root / "spec").rglob("*.py"))]
+        files = sorted(project.spec_folder(root).rglob("*.py"))
+        texts = [path.read_text(encoding="utf-8", errors="replace") for path in files]
     except OSError:
         return True
     naming = [text for text in texts if any(name in text for name in wanted)]
@@ -426,9 +440,12 @@ def stale_files(side: Side) -> list[StaleFile]:
         return _stale_in(side.root, manifest.read(side.root), revision=None)
     with tempfile.TemporaryDirectory(prefix="generator-review-") as folder:
         tree = Path(folder)
-        _extract(side, tree, ("spec", "templates", "generator", "generated", "docs"))
+        _extract(side, tree, (project.PYPROJECT,))  # the revision's layout, read from its own pyproject.toml
+        layout = project.config(tree)
+        folders = (layout.specs, layout.templates, layout.generated, layout.matrix)
+        _extract(side, tree, tuple(sorted({"generator", *(f.split("/")[0] for f in folders if f)})))
         recorded = manifest.read(tree)
-        if recorded is None or not (tree / "spec").is_dir():
+        if recorded is None or not project.spec_folder(tree).is_dir():
             return []
         # The other files its spec loads read (helper modules anywhere in the project).
         elsewhere = {name.split("/")[0] for name in recorded.inputs} - {p.name for p in tree.iterdir()}

@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
-from generator import user_code
+from generator import project, user_code
 from generator.errors import GeneratedModuleError, ReferenceBuilderError
 from generator.review.sides import BuilderRef, import_generated
 
@@ -66,10 +66,10 @@ def verify(root: Path, refs: list[BuilderRef], locations: dict, timeout: float |
 def verify_one(root: Path, ref: BuilderRef, locations: dict, timeout: float | None) -> Verdict:
     from generator.review import diff, divergence, flow_comparison, flows
 
-    where = f"generated/{ref.module}.py"
+    where = project.config(root).output(ref.module)
     with user_code.running(GeneratedModuleError, where, root):
         module = import_generated(root, ref.module)
-        ours = diff.build_generated(module, ref)
+        ours = diff.build_generated(module, ref, where)
     failures, declared, theirs = [], [], None
     if ref.reference is not None:
         theirs = divergence.build_reference(ref.reference, root, ref.location)
