@@ -9,11 +9,10 @@ file that exists: it keeps it and says so. Everything is decided before anything
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
-
-import dataclasses
 
 from generator import errors, files, project
 
