@@ -23,7 +23,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from generator import starting
 from tests.support import small_yaml
-from tests.support.projects import ROOT, git
+from tests.support.projects import git
 
 STARTED = [
     "pyproject.toml", "spec/my_backend.py", "generated/__init__.py", ".pre-commit-config.yaml",
@@ -44,12 +44,6 @@ def new_repository(folder: Path) -> Path:
     return folder
 
 
-def with_templates_until_they_ship(project: Path) -> None:
-    """Until the tool ships its templates (issue 31's installable part), a project outside this checkout needs a
-    copy of them, which the tool reads as the project's own override. Remove this once they ship."""
-    shutil.copytree(ROOT / "templates", project / "templates")
-
-
 def files_below(folder: Path) -> dict[str, bytes]:
     return {
         p.relative_to(folder).as_posix(): p.read_bytes()
@@ -68,7 +62,6 @@ def started(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     project = new_repository(tmp_path_factory.mktemp("init") / "repository")
     init = generator(project, "init")
     assert init.returncode == 0, init.stderr
-    with_templates_until_they_ship(project)
     regenerate = generator(project, "regenerate")
     assert regenerate.returncode == 0, regenerate.stderr
     return project, init
