@@ -33,7 +33,8 @@ OUTPUT_SHAPING_MODULES = (
     "loading/locations.py",  # which assignment names a dtype config; the spec lines errors point at
     "model.py",
     "loading/loader.py",
-    "loading/reads.py",  # which files a load reads, and each load's isolation
+    "loading/reads.py",  # which files a load reads
+    "loading/processes.py",  # each load's own process: its working folder, hash seed, import path
     "loading/model_cache.py",  # which loads are reused
     "loading/compiled.py",  # compiled spec code reused between runs
     "cache.py",  # which kept entries a run uses

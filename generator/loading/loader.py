@@ -31,7 +31,7 @@ from generator.errors import (
     SpecFieldError,
     SpecSyntaxError,
 )
-from generator.loading import compiled, locations, model_cache, plain_values, reads, spellings, syntax
+from generator.loading import compiled, locations, model_cache, plain_values, processes, reads, spellings, syntax
 from generator.model import ModuleSpec, SourceLocation
 from generator.project import spec_files
 
@@ -124,19 +124,14 @@ def load_modules(
     """
     root = root.resolve()
     exclude = exclude.resolve() if exclude is not None else None
-    observer = reads.Observer(root)
     cache = model_cache.ModelCache(root if cache_of is None else cache_of.resolve(), files=root)
     keep = keep and cache_of is None
-    modules, made = [], []
-    with spec_context(root):
-        for path in spec_files(root):
-            if path == exclude:
-                continue
-            module = cache.lookup(str(path.relative_to(root))) if reuse else None
-            if module is None:
-                module = _load_one(root, path, observer)
-                made.append(module)
-            modules.append(module)
+    paths = [path for path in spec_files(root) if path != exclude]
+    found = {path: cache.lookup(str(path.relative_to(root))) if reuse else None for path in paths}
+    missing = [path for path in paths if found[path] is None]
+    made = processes.load(root, missing)  # each in a process of its own (generator/loading/processes.py)
+    found.update(zip(missing, made))
+    modules = [found[path] for path in paths]
     generated = project.config(root).generated
     modules = [m if m.generated == generated else dataclasses.replace(m, generated=generated) for m in modules]
     # The spec files' syntax trees served the loads (spec lines, dtype config names); any later
@@ -150,6 +145,12 @@ def load_modules(
         for module in made:
             cache.keep(module)
     return modules
+
+
+def load_here(root: Path, path: Path) -> ModuleSpec:
+    """Execute one spec file in this process: what a load's own process does (generator/loading/processes.py)."""
+    with spec_context(root):
+        return _load_one(root, path, reads.Observer(root))
 
 
 def _load_one(root: Path, path: Path, observer: reads.Observer) -> ModuleSpec:
