@@ -127,6 +127,8 @@ def load_modules(
     cache = model_cache.ModelCache(root if cache_of is None else cache_of.resolve(), files=root)
     keep = keep and cache_of is None
     paths = [path for path in spec_files(root) if path != exclude]
+    locations.forget_source_files()  # later questions about spec lines read the files as they are now
+    spellings.forget()
     found = {path: cache.lookup(str(path.relative_to(root))) if reuse else None for path in paths}
     missing = [path for path in paths if found[path] is None]
     made = processes.load(root, missing)  # each in a process of its own (generator/loading/processes.py)

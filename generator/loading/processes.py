@@ -67,9 +67,10 @@ _BOOT = (
     "        pass\n"
     "    return code\n"
     "m.SourceFileLoader.source_to_code = source_to_code\n"
-    "from generator.loading import processes\n"
+    "from generator.loading import loader, processes\n"
     "m.SourceFileLoader.source_to_code = compile_source\n"
-    "processes.serve(result, sys.argv[2] == 'fork')\n"
+    "sys.path.remove(sys.argv[1])\n"  # a load finds its project's modules (its spec/), never the generator's
+    "processes.serve(result, sys.argv[2] == 'fork', loader.load_here)\n"
 )
 _exit = os._exit  # the real one, whatever spec code does to os._exit
 
@@ -239,12 +240,11 @@ class _ModelUnpickler(pickle.Unpickler):
 # ---------------------------------------------------------------------------
 
 
-def serve(result: int, fork: bool) -> None:
-    """The load server's life: one request after another on standard input, until it closes."""
-    import ast  # noqa: E401, F401 - what every load imports: once, here
-
-    from generator.loading import loader  # imported once here: every child starts with it
-
+def serve(result: int, fork: bool, load_here) -> None:
+    """The load server's life: one request after another on standard input, until it closes;
+    `load_here(root, path)` is a load (loader.load_here, imported once here: every child starts with it)."""
+    for name in ("ast", "datetime", "string", "tomllib"):  # what every load imports: once, here
+        __import__(name)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the loads under way and the command
     base_path = list(sys.path)
     while True:
@@ -255,13 +255,13 @@ def serve(result: int, fork: bool) -> None:
         root, files = request["root"], request["files"]
         path = [root, *base_path, *(p for p in request["path"] if p and p not in base_path and p != root)]
         if not fork:
-            outcome = _run_load(loader, root, files[0], request["environ"], path)
+            outcome = _run_load(load_here, root, files[0], request["environ"], path)
             _write_frame(result, pickle.dumps((files[0], ("sent", outcome))))
             _exit(0)
-        _fork_loads(loader, result, root, files, request["environ"], path)
+        _fork_loads(load_here, result, root, files, request["environ"], path)
 
 
-def _fork_loads(loader, result: int, root: str, files: list[str], environ: dict, path: list[str]) -> None:
+def _fork_loads(load_here, result: int, root: str, files: list[str], environ: dict, path: list[str]) -> None:
     import selectors
 
     waiting = list(files)
@@ -278,7 +278,7 @@ def _fork_loads(loader, result: int, root: str, files: list[str], environ: dict,
                     os.close(read)
                     selector.close()
                     me = os.getpid()
-                    outcome = _run_load(loader, root, relative, environ, path)
+                    outcome = _run_load(load_here, root, relative, environ, path)
                     if os.getpid() == me:  # not a process the spec forked, which returned from it too
                         _send(write, outcome)
                     _exit(0)
@@ -307,7 +307,7 @@ def _fork_loads(loader, result: int, root: str, files: list[str], environ: dict,
                 _write_frame(result, pickle.dumps((relative, outcome)))
 
 
-def _run_load(loader, root: str, relative: str, environ: dict, path: list[str]) -> bytes:
+def _run_load(load_here, root: str, relative: str, environ: dict, path: list[str]) -> bytes:
     """In the load's own process: load the spec file, and the pickled outcome."""
     printed = io.StringIO()
     try:
@@ -318,7 +318,7 @@ def _run_load(loader, root: str, relative: str, environ: dict, path: list[str]) 
         sys.path[:] = path
         sys.stdout = sys.stderr = printed
         try:
-            outcome = ("loaded", loader.load_here(Path(root), Path(root) / relative))
+            outcome = ("loaded", load_here(Path(root), Path(root) / relative))
         except GeneratorError as error:
             where = error.location
             file, line = (where.file, where.line) if isinstance(where, SourceLocation) else (None, None)
