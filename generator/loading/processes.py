@@ -247,6 +247,13 @@ def serve(result: int, fork: bool, load_here) -> None:
         __import__(name)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the loads under way and the command
     base_path = list(sys.path)
+    try:
+        _serve(result, fork, load_here, base_path)
+    except BaseException:  # noqa: BLE001 - the command gone (a broken pipe): the server ends without a word
+        _exit(0)
+
+
+def _serve(result: int, fork: bool, load_here, base_path: list[str]) -> None:
     while True:
         frame = _read_frame(0)
         if frame is None:
@@ -267,7 +274,7 @@ def _fork_loads(load_here, result: int, root: str, files: list[str], environ: di
     waiting = list(files)
     running: dict[int, tuple[str, int, bytearray]] = {}  # read end -> (file, pid, bytes so far)
     limit = max(1, min(os.cpu_count() or 1, 4))
-    with selectors.DefaultSelector() as selector:
+    with selectors.DefaultSelector() as selector, _ending(running):
         selector.register(0, selectors.EVENT_READ)  # the command gone (end of input): so are its loads
         while waiting or running:
             while waiting and len(running) < limit:
@@ -305,6 +312,17 @@ def _fork_loads(load_here, result: int, root: str, files: list[str], environ: di
                 else:
                     outcome = ("died", _how_it_ended(pid))
                 _write_frame(result, pickle.dumps((relative, outcome)))
+
+
+@contextlib.contextmanager
+def _ending(running: dict):
+    """Whatever ends the server's work on a request (the command gone), the loads under way end too."""
+    try:
+        yield
+    except BaseException:
+        for _, pid, _ in list(running.values()):
+            _kill(pid)
+        raise
 
 
 def _run_load(load_here, root: str, relative: str, environ: dict, path: list[str]) -> bytes:
