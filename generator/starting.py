@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,7 +64,10 @@ def plan(root: Path, options: dict[str, str | None], cwd: Path, root_given: bool
     pyproject = root / "pyproject.toml"
     current = _read_pyproject(pyproject)
     table = _table(current)
+    if table is not None:
+        project.validated(root, table)  # a table every other command would refuse is refused here first
     layout = _layout(options, table)
+    project.validated(root, layout)
     top = _repository_top(root)
     where = "" if top == root else root.relative_to(top).as_posix()
     steps = [_pyproject_step(pyproject, current, table, layout)]
@@ -71,8 +75,8 @@ def plan(root: Path, options: dict[str, str | None], cwd: Path, root_given: bool
     steps.extend(_package_steps(root, layout))
     steps.append(_kept_or_written(top / PRECOMMIT_PATH, precommit_config(where), _precommit_note))
     steps.append(_kept_or_written(top / CI_PATH, ci_workflow(where, installs_itself=_has_project(current))))
-    steps.append(_kept_or_written(top / ".gitignore", ".cache/\n"))
-    prefix = "" if root == cwd else f"--root {_shown(root, cwd)} "
+    steps.append(_kept_or_written(top / ".gitignore", ".cache/\n", _gitignore_note))
+    prefix = "" if root == cwd else f"--root {shlex.quote(_shown(root, cwd))} "
     return Start(tuple(steps), f"python -m generator {prefix}regenerate")
 
 
@@ -244,7 +248,15 @@ def _precommit_note(path: Path) -> str:
         has_hook = HOOK_ID in path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         has_hook = False
-    return "" if has_hook else f"add the hook {HOOK_ID} to it yourself (docs/adopting.md)"
+    return "" if has_hook else f"add the hook {HOOK_ID} to it yourself (see the .pre-commit-config.yaml init writes)"
+
+
+def _gitignore_note(path: Path) -> str:
+    try:
+        ignores_cache = ".cache" in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        ignores_cache = False
+    return "" if ignores_cache else "add .cache/ to it: the generator's caches are no files to commit"
 
 
 def _refuse_inside_a_project(root: Path) -> None:
@@ -327,7 +339,7 @@ MODULE = Module(
 
 
 def precommit_config(where: str) -> str:
-    root = f"--root {where} " if where else ""
+    root = f"--root {shlex.quote(where)} " if where else ""
     return f"""\
 # python -m generator check on every commit: it refuses a commit whose generated modules are stale, missing or
 # edited by hand. It runs whatever files a commit touches (always_run): check also tracks your own packages the
@@ -347,16 +359,17 @@ repos:
 
 
 def ci_workflow(where: str, installs_itself: bool) -> str:
-    root = f"--root {where} " if where else ""
+    root = f"--root {shlex.quote(where)} " if where else ""
     install = f'pip install "{_requirement()}" --extra-index-url {TORCH_CPU_INDEX}'
     own = "# If the spec imports packages of this repository, add to the install step: && pip install -e ."
     if installs_itself:
-        install += f" && pip install -e {where or '.'}"
+        install += f" && pip install -e {shlex.quote(where or '.')}"
         own = "# This repository's own packages (those the spec imports) are installed with it."
     return f"""\
 # The generated BackendConfig modules are what the spec says (check), and each equals its reference builder
 # and runs through torch's FX quantization (verify).
 {own}
+# Where backend-config-generator is on no index you use, install it from a wheel or a git URL instead.
 name: backend configs
 on:
   push:

@@ -95,7 +95,10 @@ def preload(templates: Templates | Path, cache_root: Path | None = None) -> None
     if cache_root is not None:
         env.bytecode_cache = TemplateBytecodeCache(cache_root)
     for name in env.list_templates(extensions=["j2"]):
-        env.get_template(name)
+        try:
+            env.get_template(name)
+        except jinja2.TemplateError as error:  # a project's own template that does not compile
+            raise _template_error(error, templates) from None
 
 
 def render_module(module: ExpandedModule, templates: Templates | Path) -> str:
