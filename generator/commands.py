@@ -69,12 +69,13 @@ def _regenerate(args, console) -> int:
         modules, texts = build_with_progress("regenerate", root, stale, args.jobs, reuse=not args.force, keep=True)
         targets = _observed(targets, modules)
     report_lint(console, lint_findings(root, targets, modules), args.strict)
-    orphans = planning.orphans(root, targets)
-    report = manifest.write_outputs(root, targets, texts, also=orphans)
-    for orphan in orphans:
-        orphan.unlink()
-        report.append(("removed", orphan.relative_to(root)))
-    _report(console, report)
+    orphans = planning.orphans(root, targets, recorded)
+    removed = [path for path in orphans if planning.is_unchanged_output(root, path, recorded)]
+    for path in orphans:
+        if path not in removed:  # the manifest stops listing it: from now on it is a file of the user's own
+            console.warn(f"{path.relative_to(root)}: its spec file is gone, but it was edited by hand: left alone")
+    forgotten = [path for path in orphans if path not in removed]
+    _report(console, manifest.write_outputs(root, targets, texts, remove=removed, forget=forgotten))
     return OK
 
 
@@ -147,7 +148,7 @@ def cmd_check(args, console) -> int:
     if texts is not None:
         statuses = _full_comparison(targets, texts, statuses)
     problems = {name: status for name, status in statuses.items() if status.state != "fresh"}
-    orphaned = planning.orphans(root, targets)
+    orphaned = planning.orphans(root, targets, recorded)
     # --full knows what the loads read: the manifest must record exactly that.
     observed = _observed(targets, modules) if modules is not None else targets
     manifest_problem = None if problems else _manifest_problem(root, observed, recorded, texts)
@@ -212,7 +213,9 @@ def _explain(root, targets, problems, orphaned, console, texts: dict[str, str], 
         regenerated = texts[target.name].splitlines(keepends=True)
         console.out.writelines(difflib.unified_diff(current, regenerated, relative, f"{relative} (regenerated)"))
     for orphan in orphaned:
-        console.say(f"{orphan.relative_to(root)}: its spec file is gone", "red")
+        unchanged = planning.is_unchanged_output(root, orphan, recorded)
+        edited = "" if unchanged else " (edited by hand: regenerate leaves it, as a file of your own)"
+        console.say(f"{orphan.relative_to(root)}: its spec file is gone{edited}", "red")
 
 
 def _explain_manifest(root: Path, expected: str, console) -> None:

@@ -45,6 +45,14 @@ def write_if_changed(path: Path, text: str) -> bool:
     return True
 
 
+def remove(path: Path) -> None:
+    """Remove a generated file; a failure is one line naming it."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as error:
+        raise WriteError(f"cannot remove {path}: {_reason(path, error)}") from None
+
+
 def _reason(path: Path, error: OSError) -> str:
     blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
     return f"{blocking} is a file, not a folder" if blocking else str(error.strerror or error)

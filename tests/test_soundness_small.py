@@ -1,0 +1,94 @@
+"""Small soundness promises (issue 32): what only the manifest lists is generated, line endings, one-line errors.
+
+- Only files the manifest lists are treated as generated: a user's copy of a generated module in the
+  generated folder (header line and all) is neither called orphaned nor deleted; a listed output whose
+  spec file is gone is removed, unless edited by hand since, when it is left alone and no longer listed.
+"""
+
+import shutil
+from pathlib import Path
+
+from generator import cli
+
+
+def run(capsys, project: Path, *args: str) -> tuple[int, str, str]:
+    code = cli.main(["--root", str(project), *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# ---------------------------------------------------------------- only what the manifest lists is generated
+
+
+def test_a_copy_of_a_generated_module_is_the_user_s_own(project_with_only, capsys):
+    project = project_with_only("x86")
+    copy = project / "generated" / "x86_tuned.py"
+    shutil.copyfile(project / "generated" / "x86.py", copy)  # it starts with the generator's header line
+    before = copy.read_bytes()
+    code, out, err = run(capsys, project, "check")
+    assert (code, err) == (0, "")
+    assert "x86_tuned" not in out
+    code, out, err = run(capsys, project, "regenerate", "--force")
+    assert code == 0
+    assert "x86_tuned" not in out + err
+    assert copy.read_bytes() == before
+    assert run(capsys, project, "check", "--full")[0] == 0
+    assert copy.read_bytes() == before
+
+
+def test_an_output_whose_spec_file_is_gone_is_left_alone_once_edited_by_hand(project_with_only, capsys):
+    project = project_with_only("native", "x86")
+    (project / "spec" / "x86.py").unlink()
+    edited = project / "generated" / "x86.py"
+    edited.write_text(edited.read_text() + "# mine now\n")
+    code, out, err = run(capsys, project, "check")
+    assert code == 1
+    assert "generated/x86.py: its spec file is gone (edited by hand" in out
+    code, out, err = run(capsys, project, "regenerate")
+    assert code == 0
+    assert err == "warning: generated/x86.py: its spec file is gone, but it was edited by hand: left alone\n"
+    assert edited.read_text().endswith("# mine now\n")
+    assert "generated/x86.py" not in (project / "generated" / "manifest.json").read_text()
+    code, out, err = run(capsys, project, "check", "--full")
+    assert (code, err) == (0, "")
+    assert "x86" not in out
+
+
+def test_matrix_keeps_the_record_of_an_output_whose_spec_file_is_gone(project_with_only, capsys):
+    """`matrix` writes the manifest too, and removes nothing: the next regenerate still knows the orphan."""
+    project = project_with_only("native", "x86")
+    (project / "spec" / "x86.py").unlink()
+    assert run(capsys, project, "matrix")[0] == 0
+    assert run(capsys, project, "check")[0] == 1
+    code, out, _ = run(capsys, project, "regenerate")
+    assert code == 0
+    assert "removed   generated/x86.py" in out.splitlines()
+    assert not (project / "generated" / "x86.py").exists()
+    assert run(capsys, project, "check")[0] == 0
+
+
+TUNED_SPEC = '''"""A backend of the user's own."""
+
+from generator.dsl import Backend, DTypeConfig, Module, config, nn, torch
+
+tuned_dtype_config = DTypeConfig(input_dtype=torch.quint8, output_dtype=torch.quint8, weight_dtype=torch.qint8)
+
+MODULE = Module(
+    doc="Tuned.",
+    backends=[Backend(name="x86_tuned", builder="get_x86_tuned_backend_config", doc="Tuned.",
+                      configs=[config(nn.Conv2d, [tuned_dtype_config])])],
+)
+'''
+
+
+def test_a_spec_file_never_overwrites_a_copy_the_manifest_does_not_list(project_with_only, capsys):
+    project = project_with_only("x86")
+    copy = project / "generated" / "x86_tuned.py"
+    shutil.copyfile(project / "generated" / "x86.py", copy)  # it starts with the generator's header line
+    before = copy.read_bytes()
+    (project / "spec" / "x86_tuned.py").write_text(TUNED_SPEC)
+    code, out, err = run(capsys, project, "regenerate")
+    assert code == 2
+    assert err.startswith("error: spec/x86_tuned.py:") and err.count("\n") == 1
+    assert "would overwrite generated/x86_tuned.py, which the generator did not write" in err
+    assert copy.read_bytes() == before
