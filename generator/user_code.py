@@ -193,3 +193,17 @@ def _kept_cwd():
         if saved is not None:
             with contextlib.suppress(OSError):
                 os.chdir(saved)
+
+
+def path_with_project(root: Path, path: list[str]) -> list[str]:
+    """sys.path `path` with the project root put where user code finds its modules: before installed
+    packages (a project's module stands in for one, as when `python -m` runs from the root), but after
+    the standard library, so that a project's numbers.py, copy.py or platform.py never stands in for the
+    standard library's in the generator, torch or anything else a run imports later."""
+    stdlib = os.path.dirname(os.__file__)  # lib/python3.X; lib-dynload is in it, and lib/python3X.zip beside it
+    zipped = os.path.join(os.path.dirname(stdlib), f"python{sys.version_info[0]}{sys.version_info[1]}.zip")
+    position = 0
+    for index, entry in enumerate(path):
+        if entry in (stdlib, zipped) or os.path.dirname(entry) == stdlib:
+            position = index + 1
+    return [*path[:position], str(root), *path[position:]]

@@ -5,7 +5,11 @@
   spec file is gone is removed, unless edited by hand since, when it is left alone and no longer listed.
 """
 
+import importlib
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from generator import cli
@@ -92,3 +96,50 @@ def test_a_spec_file_never_overwrites_a_copy_the_manifest_does_not_list(project_
     assert err.startswith("error: spec/x86_tuned.py:") and err.count("\n") == 1
     assert "would overwrite generated/x86_tuned.py, which the generator did not write" in err
     assert copy.read_bytes() == before
+
+
+# ---------------------------------------------------------------- no internal errors, one line each
+
+
+SHADOWS = ("numbers", "platform", "string", "copy")
+
+
+def test_standard_library_names_in_the_project_root_do_not_stand_in_for_the_standard_library(project_with_only):
+    """`python -m generator` run from the root puts the root first on sys.path: a project's copy.py must not
+    replace the standard library's in the generator, torch or black."""
+    project = project_with_only("x86")
+    for name in SHADOWS:
+        (project / f"{name}.py").write_text(f"raise RuntimeError('the project root {name}.py was imported')\n")
+    for command in (["regenerate", "--force"], ["diff", "--against-torch"], ["check", "--full"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "generator", *command], cwd=project, capture_output=True, text=True,
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        )  # fmt: skip
+        assert done.returncode == 0, (command, done.stderr)
+        assert done.stderr == ""
+
+
+def test_an_error_message_is_one_line_whatever_characters_it_holds(project_with_only, capsys):
+    project = project_with_only("x86")
+    spec = project / "spec" / "x86.py"
+    spec.write_text(spec.read_text() + "raise ValueError('first\\n9 generated files are up to date\\x1b[2K\\rfake')\n")
+    for command in ("regenerate", "check"):
+        code, out, err = run(capsys, project, command)
+        assert code == 2
+        assert err.count("\n") == 1 and "\r" not in err and "\x1b" not in err
+        assert err.startswith("error: spec/x86.py:")
+        assert "first\\n9 generated files are up to date\\x1b[2K\\rfake" in err
+
+
+def test_the_project_root_on_the_path_of_user_code_comes_after_the_standard_library(tmp_path):
+    """While a spec's names are imported, a standard-library module that torch imports lazily is the real one."""
+    from generator.building import resolution
+
+    (tmp_path / "sched.py").write_text("raise RuntimeError('the project root sched.py was imported')\n")
+    (tmp_path / "myops_of_the_project.py").write_text("VALUE = 1\n")
+    sys.modules.pop("sched", None)
+    with resolution.project_on_path(tmp_path):
+        assert importlib.import_module("sched").__file__ != str(tmp_path / "sched.py")
+        assert importlib.import_module("myops_of_the_project").VALUE == 1  # the project's own modules are found
+    sys.modules.pop("myops_of_the_project")
+    assert str(tmp_path) not in sys.path
