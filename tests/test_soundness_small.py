@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from generator import cli
 
 
@@ -143,3 +145,25 @@ def test_the_project_root_on_the_path_of_user_code_comes_after_the_standard_libr
         assert importlib.import_module("myops_of_the_project").VALUE == 1  # the project's own modules are found
     sys.modules.pop("myops_of_the_project")
     assert str(tmp_path) not in sys.path
+
+
+RAISING_GETATTR = '''from torch.ao.quantization.backend_config import get_fbgemm_backend_config as get_w_backend_config
+
+
+def __getattr__(name):
+    raise {raised}
+'''
+
+
+@pytest.mark.parametrize("raised", ["ValueError('no ' + name)", "SystemExit(0)"])
+@pytest.mark.parametrize("function", ["get_w_backend_config", "get_missing_backend_config"])
+def test_import_from_a_module_whose_getattr_raises_is_one_line(project_with_only, capsys, raised, function):
+    project = project_with_only("x86")
+    module = f"raising_getattr_{'exit' if 'Exit' in raised else 'value'}_{function.split('_')[1]}"
+    (project / f"{module}.py").write_text(RAISING_GETATTR.format(raised=raised))
+    before = sorted((project / "spec").iterdir())
+    code, out, err = run(capsys, project, "import", f"{module}:{function}", "--name", "w")
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith(f"error: {module}.py:5: ")
+    assert "internal error" not in err
+    assert sorted((project / "spec").iterdir()) == before
