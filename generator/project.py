@@ -237,10 +237,25 @@ class Templates:
         for folder, label in zip(self.folders, self.labels):
             if not folder.is_dir():
                 continue
-            for path in sorted(folder.rglob("*.j2")):
+            for path in _template_files(folder):
                 name = path.relative_to(folder).as_posix()
                 names.setdefault(name, (f"{label}/{name}", path))
         return dict(sorted(names.items()))
+
+
+def _template_files(folder: Path) -> list[Path]:
+    """The .j2 files below `folder`, through symlinked folders too (as Jinja2's loader finds them: a
+    `templates/functions` that is a symlink holds templates), each real folder once (a symlink cycle ends)."""
+    found, seen = [], set()
+    for directory, subfolders, names in os.walk(folder, followlinks=True):
+        real = os.path.realpath(directory)
+        if real in seen:
+            subfolders[:] = []
+            continue
+        seen.add(real)
+        subfolders.sort()
+        found.extend(Path(directory) / name for name in names if name.endswith(".j2"))
+    return sorted(found)
 
 
 SHIPPED_LABEL = "generator/templates"

@@ -167,3 +167,36 @@ def test_import_from_a_module_whose_getattr_raises_is_one_line(project_with_only
     assert err.count("\n") == 1 and err.startswith(f"error: {module}.py:5: ")
     assert "internal error" not in err
     assert sorted((project / "spec").iterdir()) == before
+
+
+def test_a_symlinked_templates_functions_folder_is_read_through_the_link(project_with_only, capsys, tmp_path):
+    project = project_with_only("x86")
+    real = tmp_path / "shared-function-templates"
+    shutil.move(project / "templates" / "functions", real)
+    (project / "templates" / "functions").symlink_to(real, target_is_directory=True)
+    assert run(capsys, project, "regenerate")[0] == 0
+    assert run(capsys, project, "check", "--full")[:1] == (0,)
+    sequential = real / "sequential.py.j2"
+    sequential.write_text(sequential.read_text().replace("    return", "    # through the link\n    return"))
+    code, out, err = run(capsys, project, "check")
+    assert code == 1
+    assert "generated/x86.py: stale: templates/functions/sequential.py.j2 changed" in out
+    code, out, err = run(capsys, project, "regenerate")
+    assert (code, err) == (0, "")
+    assert "# through the link" in (project / "generated" / "x86.py").read_text()
+    assert run(capsys, project, "check", "--full")[0] == 0
+
+
+def test_function_templates_in_a_symlinked_folder_are_listed(tmp_path):
+    """function() checks its template among those the environment lists: a symlinked folder's count too."""
+    from generator import project
+    from generator.building import rendering
+
+    folder, real = tmp_path / "templates", tmp_path / "elsewhere"
+    shutil.copytree(project.shipped_templates() / "functions", real)
+    folder.mkdir()
+    (folder / "functions").symlink_to(real, target_is_directory=True)
+    (real / "loop").symlink_to(folder, target_is_directory=True)  # a cycle ends
+    listed = rendering.make_environment(folder).list_templates()
+    assert "functions/sequential.py.j2" in listed
+    assert "functions/sequential.py.j2" in project.Templates((folder,), ("templates",)).every()
