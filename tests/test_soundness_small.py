@@ -200,3 +200,15 @@ def test_function_templates_in_a_symlinked_folder_are_listed(tmp_path):
     listed = rendering.make_environment(folder).list_templates()
     assert "functions/sequential.py.j2" in listed
     assert "functions/sequential.py.j2" in project.Templates((folder,), ("templates",)).every()
+
+
+def test_a_spec_file_name_as_long_as_the_file_system_allows_is_generated(project_with_only, capsys):
+    """A temporary file's name adds to its target's: for a name near the 255-byte limit it is shortened."""
+    project = project_with_only("qnnpack_pt2e")
+    long_name = "q" * 251  # + ".py": 254 bytes
+    (project / "spec" / "qnnpack_pt2e.py").rename(project / "spec" / f"{long_name}.py")
+    for command in (["regenerate"], ["check"], ["check", "--full"]):
+        code, out, err = run(capsys, project, *command)
+        assert (code, err) == (0, ""), command
+    assert (project / "generated" / f"{long_name}.py").is_file()
+    assert not [p for p in (project / "generated").iterdir() if p.name.endswith(".tmp")]
