@@ -37,7 +37,7 @@ def lint_findings(root: Path, targets, modules) -> list[str]:
     # Unchanged spec files' loads come from the model cache, as regenerate's do, and the loads made
     # are kept there: the build check then makes to explain a stale tree executes no spec file again.
     if modules is None:
-        modules = [expand_module(m) for m in loader.load_modules(root, reuse=True, keep=True)]
+        modules = [expand_module(m, root) for m in loader.load_modules(root, reuse=True, keep=True)]
     findings = [str(f) for f in lint.lint(modules)]
     planning.keep_lint_findings(root, targets, findings)
     return findings
