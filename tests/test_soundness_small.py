@@ -212,3 +212,17 @@ def test_a_spec_file_name_as_long_as_the_file_system_allows_is_generated(project
         assert (code, err) == (0, ""), command
     assert (project / "generated" / f"{long_name}.py").is_file()
     assert not [p for p in (project / "generated").iterdir() if p.name.endswith(".tmp")]
+
+
+# ---------------------------------------------------------------- validation: dtypes in their roles, bounds in range
+
+
+def test_a_pt2e_pattern_may_take_int8_weights_and_an_fx_pattern_may_not():
+    from generator.building import dtype_roles
+    from generator.errors import SpecFieldError
+    from generator.model import DTypeConfig, PatternConfig, TorchRef
+
+    int8 = DTypeConfig("int8_dtype_config", TorchRef("torch.int8"), TorchRef("torch.int8"), TorchRef("torch.int8"))
+    dtype_roles.check_pattern_config(PatternConfig(TorchRef("torch.ops.aten.addmm.default"), (int8,)), None)
+    with pytest.raises(SpecFieldError, match="weight_dtype=torch.int8 is no weight dtype torch's FX flow can use"):
+        dtype_roles.check_pattern_config(PatternConfig(TorchRef("torch.nn.Linear"), (int8,)), None)

@@ -17,6 +17,7 @@ import operator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from generator.building import dtype_roles
 from generator.errors import (
     DeclarationWithoutReferenceError,
     EmptyBackendError,
@@ -147,6 +148,8 @@ def expand_module(module: ModuleSpec, root: Path | None = None) -> ExpandedModul
         dtype_configs=dtype_configs,
         functions=_functions(configs),
     )
+    for config in configs:
+        dtype_roles.check_pattern_config(config, root)
     _check_builder_names(expanded, root)
     return expanded
 
