@@ -170,9 +170,8 @@ def _full_comparison(targets, texts: dict[str, str], statuses: dict) -> dict:
     """Byte comparison with a fresh render; the manifest explains any difference."""
     found = {}
     for target in targets:
-        current = target.output.read_bytes() if target.output.exists() else None
         status = statuses[target.name]
-        if current == texts[target.name].encode():
+        if target.output.exists() and digests.same_text(target.output, texts[target.name]):
             found[target.name] = planning.Status("fresh")
         elif status.state == "fresh":
             found[target.name] = planning.Status("edited", ("its content is not what regenerate writes",))
@@ -186,7 +185,7 @@ def _manifest_problem(root: Path, targets, recorded, texts) -> str | None:
     written = {t.relative: digests.text_digest(texts[t.name]) for t in targets} if texts else {}
     expected = manifest.updated(recorded, {t.relative: dict(t.made_from) for t in targets}, written).text()
     path = root / manifest.path_in(root)
-    return None if path.exists() and path.read_bytes() == expected.encode() else expected
+    return None if path.exists() and digests.same_text(path, expected) else expected
 
 
 def _explain(root, targets, problems, orphaned, console, texts: dict[str, str], recorded) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from generator import cli
+from tests.support.projects import ROOT, commit_all, git
 
 
 def run(capsys, project: Path, *args: str) -> tuple[int, str, str]:
@@ -226,3 +227,37 @@ def test_a_pt2e_pattern_may_take_int8_weights_and_an_fx_pattern_may_not():
     dtype_roles.check_pattern_config(PatternConfig(TorchRef("torch.ops.aten.addmm.default"), (int8,)), None)
     with pytest.raises(SpecFieldError, match="weight_dtype=torch.int8 is no weight dtype torch's FX flow can use"):
         dtype_roles.check_pattern_config(PatternConfig(TorchRef("torch.nn.Linear"), (int8,)), None)
+
+
+# ---------------------------------------------------------------- line endings
+
+
+def test_a_crlf_clone_is_fresh_and_what_it_commits_is_fresh_in_an_lf_clone(project_with_only, tmp_path, capsys):
+    """`git clone -c core.autocrlf=true` checks text files out with CRLF (the project has no .gitattributes of
+    its own): the same text, so the same digests; regenerate writes LF, and what is committed there is fresh
+    in a clone without autocrlf."""
+    project = commit_all(project_with_only("x86"))
+    crlf = tmp_path / "crlf"
+    git(tmp_path, "clone", "-q", "-c", "core.autocrlf=true", str(project), str(crlf))
+    assert b"\r\n" in (crlf / "generated" / "x86.py").read_bytes()
+    assert b"\r\n" in (crlf / "spec" / "x86.py").read_bytes()
+    for command in (["check"], ["check", "--full"]):
+        code, out, err = run(capsys, crlf, *command)
+        assert (code, err) == (0, ""), (command, out)
+    spec = crlf / "spec" / "x86.py"
+    spec.write_bytes(spec.read_bytes().replace(b'"""x86 backend', b'"""The x86 backend', 1))
+    assert run(capsys, crlf, "regenerate", "--force")[0] == 0
+    assert b"\r\n" not in (crlf / "generated" / "x86.py").read_bytes()
+    assert run(capsys, crlf, "check", "--full")[0] == 0
+    git(crlf, "commit", "-qam", "edited in a CRLF clone")
+    lf = tmp_path / "lf"
+    git(tmp_path, "clone", "-q", "-c", "core.autocrlf=false", str(crlf), str(lf))
+    assert b"\r\n" not in (lf / "generated" / "manifest.json").read_bytes()
+    for command in (["check"], ["check", "--full"]):
+        code, out, err = run(capsys, lf, *command)
+        assert (code, err) == (0, ""), (command, out)
+
+
+def test_the_repository_checks_text_out_with_lf_whatever_core_autocrlf_says():
+    attributes = (ROOT / ".gitattributes").read_text().splitlines()
+    assert "* text=auto eol=lf" in attributes
