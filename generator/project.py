@@ -269,11 +269,27 @@ class Templates:
         for folder, label in zip(self.folders, self.labels):
             if not folder.is_dir():
                 continue
-            # every file, not only *.j2: a template may {% include %} any file of the folder
-            for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            for path in _template_files(folder):
                 name = path.relative_to(folder).as_posix()
                 names.setdefault(name, (f"{label}/{name}", path))
         return dict(sorted(names.items()))
+
+
+def _template_files(folder: Path) -> list[Path]:
+    """Every file below `folder` (not only *.j2: a template may {% include %} any file of the folder), through
+    symlinked folders too (as Jinja2's loader finds them: a `templates/functions` that is a symlink holds
+    templates), each real folder once (a symlink cycle ends)."""
+    found, seen = [], set()
+    for directory, subfolders, names in os.walk(folder, followlinks=True):
+        real = os.path.realpath(directory)
+        if real in seen:
+            subfolders[:] = []
+            continue
+        seen.add(real)
+        subfolders.sort()
+        if "__pycache__" not in Path(directory).parts:
+            found.extend(Path(directory) / name for name in names)
+    return sorted(found)
 
 
 SHIPPED_LABEL = "generator/templates"

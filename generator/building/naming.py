@@ -103,8 +103,12 @@ def _check_module_name(root: Path, module: ExpandedModule, recorded: manifest.Ma
 
 
 def _not_ours(output: Path, relative: str, recorded: manifest.Manifest | None) -> bool:
-    if not output.is_file() or (recorded is not None and relative in recorded.outputs):
+    """A file the generator did not write: one the manifest does not list (a copy of a generated module,
+    header line and all, is the user's). Without a manifest (lost), a file with the header line is ours."""
+    if not output.is_file():
         return False
+    if recorded is not None:
+        return relative not in recorded.outputs
     with output.open("rb") as stream:
         return not stream.read(len(digests.GENERATED_LINE)).startswith(digests.GENERATED_LINE.encode())
 

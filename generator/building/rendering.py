@@ -52,7 +52,8 @@ def make_environment(templates: Templates | Path) -> jinja2.Environment:
 @functools.cache
 def _environment(templates: Templates) -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(folder) for folder in templates.folders]),
+        # followlinks: a symlinked folder (templates/functions) holds templates, as project.Templates.every says
+        loader=jinja2.FileSystemLoader([str(folder) for folder in templates.folders], followlinks=True),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
