@@ -26,6 +26,13 @@ PACKAGE = "acme_quant"  # the user's own package, at the repository's root
 TARGET = f"{PACKAGE}.backend:get_acme_npu_backend_config"
 PLAIN = ROOT / "tests" / "custom_backends" / "tutorial" / "spec" / "my_backend.py"  # docs' tutorial, no reference
 
+# The package also offers the FX entry point its users call: importing it imports torch's backend_config.utils,
+# so its builder runs in any interpreter (unlike torch's, which the fresh-interpreter test takes as its control).
+INIT = '''"""ACME's quantization backends, and the FX entry point their users call."""
+
+from torch.ao.quantization.quantize_fx import prepare_fx  # noqa: F401
+'''
+
 # The tests run in the copy, each with what it assumed (and the change that would break it).
 SELECTED = [
     # copies of the project held only spec/ templates/ generated/ docs/: the user's package was missing
@@ -99,7 +106,7 @@ def adopt(copy: Path) -> None:
     """A backend imported from the user's package, and a plain one of their own, regenerated."""
     package = copy / PACKAGE
     package.mkdir()
-    (package / "__init__.py").write_text('"""ACME\'s quantization backends."""\n')
+    (package / "__init__.py").write_text(INIT)
     shutil.copy(INHOUSE, package / "backend.py")
     pyproject = copy / "pyproject.toml"  # the package listed, as import asks (nothing is installed here)
     packages = "[tool.setuptools]\n"
