@@ -1,6 +1,7 @@
 """The project copies tests run the generator on: one factory, each variant named for what a test gets.
 
-Every copy holds what regenerate reads and writes, as committed (spec/, templates/, generated/, docs/),
+Every copy holds what regenerate reads and writes, as committed (spec/, templates/, generated/, docs/, and
+every other project file that generated/manifest.json says the outputs were made from: copied_paths),
 and the session's caches (session_caches): its torch-names cache, so that a generator subprocess need
 not import torch (seconds) just to validate names it already knows; its format cache, so that black
 formats only what a test changes (a cache entry can only make a run faster, never different:
