@@ -19,10 +19,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.builders import BUILDERS, unused_backend_name
 from tests.support.projects import ROOT
 
 INHOUSE = ROOT / "tests" / "support" / "inhouse" / "acme_npu" / "backend.py"  # ConvReLU62d, its classmethod fuser
-PACKAGE = "acme_quant"  # the user's own package, at the repository's root
+# The user's own package, at the repository's root, and the backend imported from it: names the repository does
+# not use yet (it may be a user's repository already, with an acme_quant and an acme_npu of its own).
+PACKAGE = next(f"acme_quant{n}" for n in ("", *range(2, 100)) if not (ROOT / f"acme_quant{n}").exists())
+NAME = unused_backend_name("acme_npu")
 TARGET = f"{PACKAGE}.backend:get_acme_npu_backend_config"
 PLAIN = ROOT / "tests" / "custom_backends" / "tutorial" / "spec" / "my_backend.py"  # docs' tutorial, no reference
 
@@ -55,9 +59,9 @@ SELECTED = [
     "tests/test_import_forms.py::test_the_inhouse_builders_classmethod_fuser_is_imported_by_its_path",
     "tests/test_import_compaction.py::test_no_compact_writes_every_pattern_in_its_family",
     # FX flows run with torch's config, where the spec declares otherwise
-    "tests/test_fx_flows.py::test_flow_matches_torch[acme_npu-conv_bn_relu-fuse]",
-    "tests/test_fx_flows.py::test_flow_matches_torch[acme_npu-conv_bn_relu-ptq@x86]",
-    "tests/test_equivalence.py::test_generated_builder_equals_its_reference_plus_declared_changes[acme_npu]",
+    f"tests/test_fx_flows.py::test_flow_matches_torch[{NAME}-conv_bn_relu-fuse]",
+    f"tests/test_fx_flows.py::test_flow_matches_torch[{NAME}-conv_bn_relu-ptq@x86]",
+    f"tests/test_equivalence.py::test_generated_builder_equals_its_reference_plus_declared_changes[{NAME}]",
 ]
 
 # The pull request: the fusion of conv + bn + relu changed (a flow that differs from the reference's), an op
@@ -71,7 +75,7 @@ configs = [
     config(changed((nn.Conv2d, nn.BatchNorm2d, nn.ReLU), "our NPU folds batch norm itself"), [pr_dtype_config],
            overrides="the pull request's change"),
     config(added(nn.SiLU, "our NPU quantizes SiLU"), [pr_dtype_config]),
-    config(added(importable("acme_quant.backend.ConvReLU62d"), "the fused block quantized as one"), [pr_dtype_config]),
+    config(added(importable("PACKAGE.backend.ConvReLU62d"), "the fused block quantized as one"), [pr_dtype_config]),
 ]
 
 '''
@@ -114,16 +118,18 @@ def adopt(copy: Path) -> None:
     assert packages in text and "\npackages = [\n" in text, "pyproject.toml lists its packages otherwise"
     head, _, tail = text.partition(packages)
     pyproject.write_text(head + packages + tail.replace("\npackages = [\n", f'\npackages = [\n    "{PACKAGE}",\n', 1))
-    command(copy, "import", TARGET)
-    shutil.copy(PLAIN, copy / "spec" / PLAIN.name)
+    command(copy, "import", TARGET, "--name", NAME)
+    if PLAIN.stem not in {b.id for b in BUILDERS} and not (copy / "spec" / PLAIN.name).exists():
+        shutil.copy(PLAIN, copy / "spec" / PLAIN.name)  # (a repository that has the tutorial's backend keeps it)
     command(copy, "regenerate")
 
 
 def declare_differences(copy: Path) -> None:
-    spec = copy / "spec" / "acme_npu.py"
+    spec = copy / "spec" / f"{NAME}.py"
     text = spec.read_text()
     assert text.count("\nMODULE = Module(") == 1 and "configs=configs" in text, "import writes its spec otherwise"
-    spec.write_text(text.replace("\nMODULE = Module(", DECLARED + "\nMODULE = Module(", 1))
+    declared = DECLARED.replace("PACKAGE", PACKAGE)
+    spec.write_text(text.replace("\nMODULE = Module(", declared + "\nMODULE = Module(", 1))
     command(copy, "regenerate")
 
 
