@@ -33,11 +33,24 @@ package = "acme_quant.backend_configs"
 """
 
 
+def own_packages() -> list[str]:
+    """The top-level folders of packages pyproject.toml lists beyond the tool's own (a user's package, added to
+    the distribution as import asks): the build needs them."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: pytest itself depends on tomli there
+        import tomli as tomllib
+
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"].get("packages", [])
+    tops = {name.split(".")[0] for name in listed if isinstance(name, str)}
+    return sorted(top for top in tops - set(SOURCES) if (ROOT / top).is_dir())
+
+
 def build_wheel(folder: Path) -> None:
     """The wheel, built offline from a copy of the sources (a build leaves build/ and egg-info behind)."""
     source = folder / "source"
     source.mkdir(parents=True)
-    for name in SOURCES:
+    for name in (*SOURCES, *own_packages()):
         if (ROOT / name).is_dir():
             shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", ".cache"))
         else:
