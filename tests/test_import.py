@@ -25,18 +25,13 @@ from generator.model import TorchRef
 from generator.review.equality import compare_backend_configs
 from tests.support import projects
 from tests.support.builders import discover
+from tests.support.cli_runs import run
 from tests.support.projects import ROOT, fresh_copy
 from tests.support.shared_builds import built_once, computed_once
 
 USER_BUILDER = "tests.support.user_builder.get_user_backend_config"
 LEGACY_BUILDER = "tests.support.legacy_builder.get_legacy_backend_config"
 
-
-
-def run(capsys, *args):
-    code = cli.main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
 
 
 def target(reference: str) -> str:

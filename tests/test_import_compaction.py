@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli, model
+from generator import model
 from generator.importer import op_lists, sections
 from generator.review.equality import compare_backend_configs
 from tests.support.builders import unused_backend_name
+from tests.support.cli_runs import run
 from tests.support.projects import ROOT
 
 BUILDER_FILE = ROOT / "tests" / "support" / "inhouse" / "acme_npu" / "loops.py"
@@ -23,12 +24,6 @@ SHARE = "OUTPUT_SHARE_OBSERVER_WITH_INPUT"
 
 
 NAME = unused_backend_name("acme_npu")  # the imported backend's spec file, module and matrix column
-
-
-def run(capsys, *args):
-    code = cli.main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
 
 
 def builder():

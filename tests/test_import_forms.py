@@ -13,19 +13,13 @@ import textwrap
 
 import pytest
 
-from generator import cli
 from generator.importer.object_paths import object_path
 from generator.review.callables import callables_match
 from generator.review.equality import compare_backend_configs
 from generator.spelling import user_module
 from tests.support.builders import unused_backend_name
+from tests.support.cli_runs import run
 from tests.support.projects import ROOT
-
-
-def run(capsys, *args):
-    code = cli.main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
 
 
 def snapshot(project):
