@@ -126,6 +126,10 @@ def ensure_writable(paths: list[Path]) -> None:
     Run before anything is written, so that an unwritable target changes no file.
     A folder that does not exist yet is made (it holds nothing, so nothing changes).
     """
+    for path in paths:  # first, without making a folder: a file standing where a folder must go
+        for folder in reversed(path.parents):
+            if folder.exists() and not folder.is_dir():
+                raise WriteError(f"cannot write {path}: {folder} is a file, not a folder")
     checked = set()
     for path in paths:
         try:

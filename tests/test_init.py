@@ -284,6 +284,19 @@ def test_a_subfolder_with_a_space_is_quoted_wherever_init_writes_a_command(tmp_p
     assert runs[-2:] == ["python -m generator --root 'sub dir' check", "python -m generator --root 'sub dir' verify"]
 
 
+def test_a_refused_init_makes_no_folder(tmp_path):
+    """A file standing where init must make a folder is found before any folder is made."""
+    project = new_repository(tmp_path / "repository")
+    (project / ".github").write_text("not a folder\n")
+    init = generator(project, "init")
+    assert (init.returncode, init.stdout) == (2, "")
+    assert init.stderr == (
+        f"error: cannot write {project / '.github/workflows/backend-configs.yml'}: {project / '.github'} is a file, "
+        "not a folder\n"
+    )
+    assert sorted(p.name for p in project.iterdir()) == [".git", ".github"]
+
+
 def test_init_refuses_a_table_every_other_command_refuses(tmp_path):
     project = new_repository(tmp_path / "repository")
     (project / "pyproject.toml").write_text('[tool.backend-config-generator]\nspecz = "spec"\n')
