@@ -297,6 +297,10 @@ def require_project(root: Path, command: str) -> None:
     A spec/ without spec files is refused too (but by `import`, which writes the
     first one): regenerate would otherwise delete every generated module.
     """
+    if not root.is_dir():
+        raise errors.NotAProjectError(
+            f"{root} is not a folder: pass --root the project's folder (the one holding spec/ or its pyproject.toml)"
+        )
     specs = project.config(root).specs
     if not (root / specs).is_dir():
         raise errors.NotAProjectError(
