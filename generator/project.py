@@ -95,9 +95,8 @@ def config(root: Path) -> ProjectConfig:
     return found
 
 
-def _parse(root: Path, path: Path) -> ProjectConfig:
-    if TABLE not in path.read_text(encoding="utf-8", errors="replace"):
-        return DEFAULT  # no table of ours (pyproject.toml's other tables are not ours to judge)
+def toml_reader():
+    """tomllib, or tomli on Python 3.10."""
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
@@ -107,6 +106,13 @@ def _parse(root: Path, path: Path) -> ProjectConfig:
             raise ProjectConfigError(
                 f"{PYPROJECT}: [tool.{TABLE}] needs Python 3.11+ (tomllib) or the tomli package to be read"
             ) from None
+    return tomllib
+
+
+def _parse(root: Path, path: Path) -> ProjectConfig:
+    if TABLE not in path.read_text(encoding="utf-8", errors="replace"):
+        return DEFAULT  # no table of ours (pyproject.toml's other tables are not ours to judge)
+    tomllib = toml_reader()
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:

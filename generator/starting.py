@@ -17,7 +17,7 @@ from pathlib import Path
 
 from generator import errors, files, project
 
-TABLE = "tool.backend-config-generator"
+TABLE = f"tool.{project.TABLE}"
 # The table's keys init writes, with their defaults: what the tool reads when a key is absent
 # (project.ProjectConfig; `templates` is left out: the shipped templates serve a new project).
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(project.ProjectConfig) if f.name != "templates"}
@@ -114,10 +114,7 @@ def _read_pyproject(path: Path) -> str | None:
 
 
 def _toml(text: str, what: str) -> dict:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
+    tomllib = project.toml_reader()
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -129,7 +126,7 @@ def _table(text: str | None) -> dict | None:
     if text is None:
         return None
     tool = _toml(text, "pyproject.toml").get("tool", {})
-    table = tool.get("backend-config-generator") if isinstance(tool, dict) else None
+    table = tool.get(project.TABLE) if isinstance(tool, dict) else None
     if table is not None and not isinstance(table, dict):
         raise InitError(f"pyproject.toml: tool.backend-config-generator must be a table ([{TABLE}])")
     return table
@@ -143,10 +140,7 @@ def _layout(options: dict[str, str | None], table: dict | None) -> dict[str, str
     """The layout to start: an existing table's, else the options' (one derived from the other), else defaults."""
     given = {key: value for key, value in options.items() if value is not None}
     if table is not None:
-        layout = {key: table.get(key, default) for key, default in DEFAULTS.items()}
-        for key, value in layout.items():
-            if not isinstance(value, str):
-                raise InitError(f"pyproject.toml: [{TABLE}] {key} must be a string, not {value!r}")
+        layout = {key: table.get(key, default) for key, default in DEFAULTS.items()}  # checked by project.validated
         for key, value in given.items():
             if _normal(key, value) != _normal(key, layout[key]):
                 raise InitError(
@@ -261,9 +255,7 @@ def _gitignore_note(path: Path) -> str:
 
 def _refuse_inside_a_project(root: Path) -> None:
     for folder in root.parents:
-        pyproject = folder / "pyproject.toml"
-        has_table = pyproject.is_file() and f"[{TABLE}]" in pyproject.read_text(encoding="utf-8", errors="replace")
-        if has_table or (folder / DEFAULTS["specs"]).is_dir():
+        if project.has_table(folder) or (folder / DEFAULTS["specs"]).is_dir():
             raise InitError(
                 f"{root} is inside the project {folder}: run init there, or pass --root {root} to start another "
                 "project here"
