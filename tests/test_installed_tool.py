@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from generator import project
 from tests.support import shared_builds
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,12 +37,8 @@ package = "acme_quant.backend_configs"
 def own_packages() -> list[str]:
     """The top-level folders of packages pyproject.toml lists beyond the tool's own (a user's package, added to
     the distribution as import asks): the build needs them."""
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10: pytest itself depends on tomli there
-        import tomli as tomllib
-
-    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"].get("packages", [])
+    document = project.toml_reader().loads((ROOT / "pyproject.toml").read_text())
+    listed = document["tool"]["setuptools"].get("packages", [])
     tops = {name.split(".")[0] for name in listed if isinstance(name, str)}
     return sorted(top for top in tops - set(SOURCES) if (ROOT / top).is_dir())
 
