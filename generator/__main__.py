@@ -2,6 +2,21 @@
 
 import sys
 
+
+def _without_the_current_folder() -> None:
+    """Drop the current folder (`python -m` puts it first on sys.path, unless -P) before any other
+    import: a project's numbers.py, copy.py or platform.py would otherwise stand in for the standard
+    library's, here and in every module imported later. Spec code gets the project root on its path
+    where it runs. A generator run from its own uninstalled checkout is imported already (this module
+    is part of it), and its child processes are forked from this one."""
+    import os  # imported by Python's start-up already, so not from the current folder
+
+    if sys.path and sys.path[0] in ("", os.getcwd()) and not getattr(sys.flags, "safe_path", False):
+        del sys.path[0]  # that entry alone: PYTHONPATH may name the same folder, on purpose
+
+
+_without_the_current_folder()
+
 try:
     from generator import heap
 

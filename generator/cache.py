@@ -5,16 +5,21 @@ loads of spec files, compiled code, compiled templates, formatted pieces, ... Ea
 kind below keeps them in the project's cache folder, `.cache/generator/KIND/NAME`,
 one file per entry:
 
-    key (32 bytes) | checksum (32 bytes) | payload
+    key (32 bytes) | seal (32 bytes) | payload
 
 - The key is a digest of everything the payload depends on (`key`: this store's
   format, the kind, and the parts the kind names). A kind looks an entry up under
   the key of its inputs now, so an entry made from other inputs, by another
   generator or Python, or for another kind is not used.
-- The checksum is SHA-256 of key and payload: a truncated, corrupt or hand-edited
-  entry is not used. It tells a damaged entry from a sound one, not an honest one
-  from a forged one: a kind whose payload could change what a run writes checks what
-  it takes as well (see each).
+- The seal is HMAC-SHA256, under this user's secret (`secret`), of the kind, the
+  entry's file name, the key and the payload. The secret is kept outside every
+  project, in the user's own cache folder (`secret_file`), readable by the user
+  alone: so only this user's runs of the generator can make an entry that is used.
+  A truncated, corrupt or hand-edited entry, one forged with any digest recomputed,
+  one copied from another user's or machine's cache (a committed `.cache/`, a
+  shared folder) or moved to another name, is not used: it is worked out again and
+  replaced. Without a secret (no home folder that can be written, or a secret file
+  that another user could read or write) no entry is read or written at all.
 - An entry is written whole or not at all (generator/files.py), best effort: a cache
   folder that cannot be written costs the next run time, never this one its result.
 - NAME is the key itself (an entry found by its content: a kind whose entries serve
@@ -22,17 +27,20 @@ one file per entry:
   was made for (a spec file, a template, an output), so that the folder holds one
   entry per thing, replaced when the thing changes.
 
-So a cache can make a run faster, never different: an entry that is missing, damaged
-or not of the inputs now is worked out again, as if there were no cache, and replaced.
-The kinds are listed below, each with the code that keeps it and what names its entries.
+So a cache can make a run faster, never different: an entry that is missing, damaged,
+forged or not of the inputs now is worked out again, as if there were no cache, and
+replaced. The kinds are listed below, each with the code that keeps it and what names
+its entries.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import re
 import shutil
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,10 +59,14 @@ TORCH_NAMES = "torch-names"  # what torch names are (building/resolution.py), by
 MODULE_NAMES = "module-names"  # spec files' generated module names (freshness/planning.py), by content
 LINT = "lint"  # the spec lint's findings (freshness/planning.py), one entry
 
-_FORMAT = b"generator cache 1"
-_KEY_SIZE = _CHECKSUM_SIZE = 32
-_HEAD = _KEY_SIZE + _CHECKSUM_SIZE
+_FORMAT = b"generator cache 2"
+_KEY_SIZE = _SEAL_SIZE = 32
+_HEAD = _KEY_SIZE + _SEAL_SIZE
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+_SECRET_SIZE = 32
+_APPLICATION = "backend-config-generator"
+_UNREAD = object()
+_secret: object = _UNREAD  # this process's secret, read once (a forked child inherits it)
 
 
 def folder(root: Path) -> Path:
@@ -75,6 +87,91 @@ def key(kind: str, *parts: bytes | str) -> bytes:
         digest.update(len(data).to_bytes(8, "big"))
         digest.update(data)
     return digest.digest()
+
+
+def secret_file() -> Path | None:
+    """Where this user's cache secret is kept: `$XDG_CACHE_HOME/backend-config-generator/key` (when
+    XDG_CACHE_HOME is an absolute path), else `~/.cache/...` (`%LOCALAPPDATA%` on Windows); None when the
+    user has no home folder."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.environ.get("LOCALAPPDATA", "") if os.name == "nt" else ""
+    if not os.path.isabs(base):
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    return Path(base) / _APPLICATION / "key"
+
+
+def secret() -> bytes | None:
+    """This user's cache secret, made (readable by the user alone) on first use; None when there is none
+    to be had, and then no entry is read or written: a cache that cannot be authenticated is not trusted."""
+    global _secret
+    if _secret is _UNREAD:
+        path = secret_file()
+        _secret = None if path is None else _read_secret(path) or _made_secret(path)
+    return _secret  # type: ignore[return-value]
+
+
+def forget_secret() -> None:
+    """Read the secret again on next use (after XDG_CACHE_HOME changed, in tests)."""
+    global _secret
+    _secret = _UNREAD
+
+
+def _read_secret(path: Path) -> bytes | None:
+    """The secret in `path` if it is a regular file of the user's own that no one else can read or write."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+    except OSError:
+        return None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            return None
+        if os.name != "nt" and (status.st_uid != os.getuid() or status.st_mode & 0o077):
+            return None  # another user could read it, and so forge entries, or wrote it
+        data = os.read(descriptor, _SECRET_SIZE + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
+    return data if len(data) == _SECRET_SIZE else None
+
+
+def _made_secret(path: Path) -> bytes | None:
+    """A new secret in `path` (made whole, then linked in: of runs starting together, one secret wins and
+    every run reads that one); None when the folder cannot be written."""
+    temporary = path.with_name(f".key.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+        try:
+            os.write(descriptor, os.urandom(_SECRET_SIZE))
+        finally:
+            os.close(descriptor)
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass  # another run made it first: its secret is the one
+    except OSError:
+        return None
+    finally:
+        try:
+            temporary.unlink(missing_ok=True)
+        except OSError:
+            pass
+    return _read_secret(path)
+
+
+def _seal(secret: bytes, kind: str, file_name: str, key: bytes):
+    """The running HMAC of an entry, given all but its payload."""
+    seal = hmac.new(secret, _FORMAT, hashlib.sha256)
+    for part in (kind.encode(), file_name.encode(), key):
+        seal.update(len(part).to_bytes(8, "big"))
+        seal.update(part)
+    return seal
 
 
 @dataclass(frozen=True)
@@ -104,44 +201,56 @@ class Cache:
         return entry.payload if entry is not None else None
 
     def read(self, name: str, key: bytes | None = None) -> Entry | None:
-        """Entry `name` if its checksum holds (and its key is `key`, when given), else None."""
+        """Entry `name` if its seal holds (and its key is `key`, when given), else None."""
+        secret_now = secret()
+        if secret_now is None:
+            return None
+        path = self.path(name)
         try:
-            data = self.path(name).read_bytes()
+            data = path.read_bytes()
         except OSError:
             return None
         if len(data) < _HEAD or (key is not None and data[:_KEY_SIZE] != key):
             return None
         view = memoryview(data)
-        checksum = hashlib.sha256(view[:_KEY_SIZE])
-        checksum.update(view[_HEAD:])
-        if checksum.digest() != data[_KEY_SIZE:_HEAD]:
+        seal = _seal(secret_now, self.kind, path.name, data[:_KEY_SIZE])
+        seal.update(view[_HEAD:])
+        if not hmac.compare_digest(seal.digest(), data[_KEY_SIZE:_HEAD]):
             return None
         return Entry(data[:_KEY_SIZE], data[_HEAD:])
 
     def put(self, key: bytes, payload: bytes, name: str | None = None) -> None:
         """Keep `payload` under `key`, as entry `name` or under the key itself; best effort."""
-        checksum = hashlib.sha256(key)
-        checksum.update(payload)
+        secret_now = secret()
+        if secret_now is None:
+            return
+        path = self.path(key.hex() if name is None else name)
+        seal = _seal(secret_now, self.kind, path.name, key)
+        seal.update(payload)
 
         def whole(stream: BinaryIO) -> None:
             stream.write(key)
-            stream.write(checksum.digest())
+            stream.write(seal.digest())
             stream.write(payload)
 
-        files.keep_cache_file(self.path(key.hex() if name is None else name), whole)
+        files.keep_cache_file(path, whole)
 
     def put_written(self, key: bytes, write: Callable[[BinaryIO], object], name: str) -> None:
         """Keep as entry `name` the payload `write(stream)` writes, never whole in memory: a large spec's
         model pickles to tens of megabytes. Whatever `write` raises but OSError is raised, nothing kept."""
+        secret_now = secret()
+        if secret_now is None:
+            return
+        path = self.path(name)
 
         def whole(stream: BinaryIO) -> None:
-            stream.write(key + bytes(_CHECKSUM_SIZE))
-            payload = _Checksummed(stream, hashlib.sha256(key))
+            stream.write(key + bytes(_SEAL_SIZE))
+            payload = _Sealed(stream, _seal(secret_now, self.kind, path.name, key))
             write(payload)
             stream.seek(_KEY_SIZE)
-            stream.write(payload.digest.digest())  # the checksum comes first, and is known last
+            stream.write(payload.seal.digest())  # the seal comes first, and is known last
 
-        files.keep_cache_file(self.path(name), whole)
+        files.keep_cache_file(path, whole)
 
     def names(self) -> list[str]:
         """The names of the entries kept (as their files spell them)."""
@@ -179,13 +288,13 @@ class Cache:
                 continue
 
 
-class _Checksummed:
-    """A binary stream that also adds everything written to it to a checksum."""
+class _Sealed:
+    """A binary stream that also adds everything written to it to a seal."""
 
-    def __init__(self, stream: BinaryIO, digest):
+    def __init__(self, stream: BinaryIO, seal):
         self.stream = stream
-        self.digest = digest
+        self.seal = seal
 
     def write(self, data) -> int:
-        self.digest.update(data)
+        self.seal.update(data)
         return self.stream.write(data)

@@ -123,14 +123,25 @@ class Console:
         print(self.paint(text, colour, self.out) if colour else text, file=self.out)
 
     def warn(self, text: str) -> None:
-        print(self.paint(f"warning: {text}", "yellow", self.err), file=self.err)
+        print(self.paint(f"warning: {one_line(text)}", "yellow", self.err), file=self.err)
 
     def error(self, text: str) -> None:
         try:
-            print(self.paint(f"error: {text}", "red", self.err), file=self.err)
+            print(self.paint(f"error: {one_line(text)}", "red", self.err), file=self.err)
             self.err.flush()
         except (OSError, errors.WriteError):
             pass  # nowhere left to say it: the exit code still does
+
+
+# Control characters (newline, CR, ESC, ...) and the line and paragraph separators, escaped as Python
+# writes them: an error or warning is one line, and a message that quotes user text cannot move the
+# cursor, overwrite the line or fake another one on a terminal.
+_CONTROL = {c: ascii(chr(c))[1:-1] for c in (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029)}
+
+
+def one_line(text: str) -> str:
+    """`text` as one line, its control characters escaped (`\\n`, `\\x1b`)."""
+    return text.translate(_CONTROL)
 
 
 def positive_int(text: str) -> int:
@@ -286,6 +297,10 @@ def require_project(root: Path, command: str) -> None:
     A spec/ without spec files is refused too (but by `import`, which writes the
     first one): regenerate would otherwise delete every generated module.
     """
+    if not root.is_dir():
+        raise errors.NotAProjectError(
+            f"{root} is not a folder: pass --root the project's folder (the one holding spec/ or its pyproject.toml)"
+        )
     specs = project.config(root).specs
     if not (root / specs).is_dir():
         raise errors.NotAProjectError(

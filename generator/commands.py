@@ -37,7 +37,7 @@ def lint_findings(root: Path, targets, modules) -> list[str]:
     # Unchanged spec files' loads come from the model cache, as regenerate's do, and the loads made
     # are kept there: the build check then makes to explain a stale tree executes no spec file again.
     if modules is None:
-        modules = [expand_module(m) for m in loader.load_modules(root, reuse=True, keep=True)]
+        modules = [expand_module(m, root) for m in loader.load_modules(root, reuse=True, keep=True)]
     findings = [str(f) for f in lint.lint(modules)]
     planning.keep_lint_findings(root, targets, findings)
     return findings
@@ -69,12 +69,13 @@ def _regenerate(args, console) -> int:
         modules, texts = build_with_progress("regenerate", root, stale, args.jobs, reuse=not args.force, keep=True)
         targets = _observed(targets, modules)
     report_lint(console, lint_findings(root, targets, modules), args.strict)
-    orphans = planning.orphans(root, targets)
-    report = manifest.write_outputs(root, targets, texts, also=orphans)
-    for orphan in orphans:
-        orphan.unlink()
-        report.append(("removed", orphan.relative_to(root)))
-    _report(console, report)
+    orphans = planning.orphans(root, targets, recorded)
+    removed = [path for path in orphans if planning.is_unchanged_output(root, path, recorded)]
+    for path in orphans:
+        if path not in removed:  # the manifest stops listing it: from now on it is a file of the user's own
+            console.warn(f"{path.relative_to(root)}: its spec file is gone, but it was edited by hand: left alone")
+    forgotten = [path for path in orphans if path not in removed]
+    _report(console, manifest.write_outputs(root, targets, texts, remove=removed, forget=forgotten))
     return OK
 
 
@@ -150,7 +151,7 @@ def cmd_check(args, console) -> int:
     if texts is not None:
         statuses = _full_comparison(targets, texts, statuses)
     problems = {name: status for name, status in statuses.items() if status.state != "fresh"}
-    orphaned = planning.orphans(root, targets)
+    orphaned = planning.orphans(root, targets, recorded)
     # --full knows what the loads read: the manifest must record exactly that.
     observed = _observed(targets, modules) if modules is not None else targets
     manifest_problem = None if problems else _manifest_problem(root, observed, recorded, texts)
@@ -172,9 +173,8 @@ def _full_comparison(targets, texts: dict[str, str], statuses: dict) -> dict:
     """Byte comparison with a fresh render; the manifest explains any difference."""
     found = {}
     for target in targets:
-        current = target.output.read_bytes() if target.output.exists() else None
         status = statuses[target.name]
-        if current == texts[target.name].encode():
+        if target.output.exists() and digests.same_text(target.output, texts[target.name]):
             found[target.name] = planning.Status("fresh")
         elif status.state == "fresh":
             found[target.name] = planning.Status("edited", ("its content is not what regenerate writes",))
@@ -188,7 +188,7 @@ def _manifest_problem(root: Path, targets, recorded, texts) -> str | None:
     written = {t.relative: digests.text_digest(texts[t.name]) for t in targets} if texts else {}
     expected = manifest.updated(recorded, {t.relative: dict(t.made_from) for t in targets}, written).text()
     path = root / manifest.path_in(root)
-    return None if path.exists() and path.read_bytes() == expected.encode() else expected
+    return None if path.exists() and digests.same_text(path, expected) else expected
 
 
 def _explain(root, targets, problems, orphaned, console, texts: dict[str, str], recorded) -> None:
@@ -215,7 +215,9 @@ def _explain(root, targets, problems, orphaned, console, texts: dict[str, str], 
         regenerated = texts[target.name].splitlines(keepends=True)
         console.out.writelines(difflib.unified_diff(current, regenerated, relative, f"{relative} (regenerated)"))
     for orphan in orphaned:
-        console.say(f"{orphan.relative_to(root)}: its spec file is gone", "red")
+        unchanged = planning.is_unchanged_output(root, orphan, recorded)
+        edited = "" if unchanged else " (edited by hand: regenerate leaves it, as a file of your own)"
+        console.say(f"{orphan.relative_to(root)}: its spec file is gone{edited}", "red")
 
 
 def _explain_manifest(root: Path, expected: str, console) -> None:

@@ -90,8 +90,32 @@ def text_digest(text: str) -> str:
 
 
 def file_text_digest(path: Path) -> str:
-    """text_digest of a file's text, from its bytes: a file that is not UTF-8 just differs."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """text_digest of a file's text, from its bytes, whatever its line endings (text_bytes): a file that is
+    not UTF-8 just differs."""
+    return hashlib.sha256(text_bytes(path.read_bytes())).hexdigest()
+
+
+def bytes_digest(data: bytes) -> str:
+    """The digest of a file's bytes as read, as the manifest records inputs: of its text (text_bytes)."""
+    return hashlib.sha256(text_bytes(data)).hexdigest()
+
+
+def text_bytes(data: bytes) -> bytes:
+    """A text file's bytes with LF line endings, as regenerate writes them and git checks them out without
+    `core.autocrlf`: a clone with it (CRLF) holds the same text, so its digests are the same. Bytes that are
+    not text (not UTF-8, or holding a NUL) are left as they are."""
+    if b"\r\n" not in data or b"\0" in data:
+        return data
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+    return data.replace(b"\r\n", b"\n")
+
+
+def same_text(path: Path, text: str) -> bool:
+    """Whether a file holds `text`, whatever its line endings."""
+    return text_bytes(path.read_bytes()) == text.encode()
 
 
 def lenient_text(path: Path) -> str:
@@ -211,7 +235,7 @@ def generator_code() -> bytes:
 
 
 def _file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return bytes_digest(path.read_bytes())
 
 
 def installed_version(package: str) -> str:

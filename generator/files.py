@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import os
 import re
 import secrets
@@ -27,6 +28,7 @@ from typing import BinaryIO
 
 from generator.errors import WriteError
 
+_LONGEST_NAME_KEPT = 200  # bytes of a target's name a temporary's keeps: with its suffix, within 255
 NEW_FILE_MODE = 0o666  # before the umask, like open(path, "w")
 # .NAME.PID-TOKEN.tmp: the process that wrote it, and a token that tells two of its files apart.
 _TEMPORARY = re.compile(r"\..+\.(?P<pid>[0-9]+)-[0-9a-f]{8}\.tmp")
@@ -45,13 +47,25 @@ def write_if_changed(path: Path, text: str) -> bool:
     return True
 
 
+def remove(path: Path) -> None:
+    """Remove a generated file; a failure is one line naming it."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as error:
+        raise WriteError(f"cannot remove {path}: {_reason(path, error)}") from None
+
+
 def _reason(path: Path, error: OSError) -> str:
     blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
     return f"{blocking} is a file, not a folder" if blocking else str(error.strerror or error)
 
 
 def _temporary(path: Path) -> Path:
-    return path.parent / f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
+    name = path.name
+    if len(os.fsencode(name)) > _LONGEST_NAME_KEPT:  # the file system's limit (255 bytes) holds the target, not more
+        shortened = os.fsencode(name)[:_LONGEST_NAME_KEPT // 2].decode(errors="ignore")
+        name = f"{shortened}-{hashlib.sha256(os.fsencode(name)).hexdigest()[:16]}"
+    return path.parent / f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
 
 
 def _replace(path: Path, data: bytes) -> None:
@@ -112,6 +126,10 @@ def ensure_writable(paths: list[Path]) -> None:
     Run before anything is written, so that an unwritable target changes no file.
     A folder that does not exist yet is made (it holds nothing, so nothing changes).
     """
+    for path in paths:  # first, without making a folder: a file standing where a folder must go
+        for folder in reversed(path.parents):
+            if folder.exists() and not folder.is_dir():
+                raise WriteError(f"cannot write {path}: {folder} is a file, not a folder")
     checked = set()
     for path in paths:
         try:

@@ -23,6 +23,7 @@ import hashlib
 import json
 import keyword
 import os
+import sys
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path, PurePosixPath
 
@@ -94,9 +95,8 @@ def config(root: Path) -> ProjectConfig:
     return found
 
 
-def _parse(root: Path, path: Path) -> ProjectConfig:
-    if TABLE not in path.read_text(encoding="utf-8", errors="replace"):
-        return DEFAULT  # no table of ours (pyproject.toml's other tables are not ours to judge)
+def toml_reader():
+    """tomllib, or tomli on Python 3.10."""
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
@@ -106,6 +106,13 @@ def _parse(root: Path, path: Path) -> ProjectConfig:
             raise ProjectConfigError(
                 f"{PYPROJECT}: [tool.{TABLE}] needs Python 3.11+ (tomllib) or the tomli package to be read"
             ) from None
+    return tomllib
+
+
+def _parse(root: Path, path: Path) -> ProjectConfig:
+    if TABLE not in path.read_text(encoding="utf-8", errors="replace"):
+        return DEFAULT  # no table of ours (pyproject.toml's other tables are not ours to judge)
+    tomllib = toml_reader()
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
@@ -115,6 +122,11 @@ def _parse(root: Path, path: Path) -> ProjectConfig:
         return DEFAULT
     if not isinstance(table, dict):
         raise ProjectConfigError(f"{PYPROJECT}: [tool.{TABLE}] must be a table")
+    return validated(root, table)
+
+
+def validated(root: Path, table: dict) -> ProjectConfig:
+    """The table's values checked as every command reads them (init checks what it writes the same way)."""
     values = {}
     for key, value in table.items():
         where = f"{PYPROJECT}: [tool.{TABLE}] {key}"
@@ -144,6 +156,8 @@ def _folder(root: Path, where: str, key: str, value: str) -> str:
         raise ProjectConfigError(f"{where}: {value!r} is outside the project; give a folder inside it")
     if key == "specs" and not all(part.isidentifier() and not keyword.iskeyword(part) for part in parts):
         raise ProjectConfigError(f"{where}: {value!r} must be importable as a package (identifiers, like spec)")
+    if key == "specs":
+        _refuse_a_taken_top_level(where, parts[0], value)
     return "/".join(parts)
 
 
@@ -151,7 +165,22 @@ def _package(where: str, value: str) -> str:
     parts = value.split(".")
     if not all(part.isidentifier() and not keyword.iskeyword(part) for part in parts):
         raise ProjectConfigError(f"{where}: {value!r} is not a Python import name (like acme_quant.backend_configs)")
+    _refuse_a_taken_top_level(where, parts[0], value)
     return value
+
+
+# Top-level import names a project's packages must leave alone: the tool's and those it imports.
+TAKEN_TOP_LEVEL = frozenset({"generator", "torch", "jinja2", "markupsafe", "black", "numpy", "pytest", "tomli"})
+
+
+def _refuse_a_taken_top_level(where: str, top: str, value: str) -> None:
+    """A package named like the tool, a library it imports or a standard module would shadow it, or be shadowed."""
+    if top in TAKEN_TOP_LEVEL or top in sys.stdlib_module_names:
+        raise ProjectConfigError(
+            f"{where}: {value!r} would share the import name {top!r} with "
+            f"{'the standard library' if top in sys.stdlib_module_names else 'the tool or a library it uses'}; "
+            "give a name of your own (like acme_quant.backend_configs)"
+        )
 
 
 def _check_apart(found: ProjectConfig) -> None:
@@ -163,8 +192,17 @@ def _check_apart(found: ProjectConfig) -> None:
                 f"{PYPROJECT}: [tool.{TABLE}] generated: {found.generated!r} overlaps {key} {other!r}; "
                 "give the generated modules a folder of their own"
             )
-    if found.matrix and _within(found.matrix, found.specs):
-        raise ProjectConfigError(f"{PYPROJECT}: [tool.{TABLE}] matrix: {found.matrix!r} is inside specs")
+    where = f"{PYPROJECT}: [tool.{TABLE}] matrix"
+    if found.matrix:
+        for key in ("specs", "generated", "templates"):
+            if _within(found.matrix, getattr(found, key)):
+                raise ProjectConfigError(
+                    f"{where}: {found.matrix!r} is inside {key}; give the matrix a file of its own"
+                )
+        if not found.matrix.endswith(".md"):
+            raise ProjectConfigError(f"{where}: {found.matrix!r} is not a Markdown file; give a path ending in .md")
+        if found.matrix.split("/")[0].startswith("."):
+            raise ProjectConfigError(f"{where}: {found.matrix!r} is in a hidden folder; give a folder of the project")
 
 
 def _within(path: str, folder: str) -> bool:
@@ -237,10 +275,27 @@ class Templates:
         for folder, label in zip(self.folders, self.labels):
             if not folder.is_dir():
                 continue
-            for path in sorted(folder.rglob("*.j2")):
+            for path in _template_files(folder):
                 name = path.relative_to(folder).as_posix()
                 names.setdefault(name, (f"{label}/{name}", path))
         return dict(sorted(names.items()))
+
+
+def _template_files(folder: Path) -> list[Path]:
+    """Every file below `folder` (not only *.j2: a template may {% include %} any file of the folder), through
+    symlinked folders too (as Jinja2's loader finds them: a `templates/functions` that is a symlink holds
+    templates), each real folder once (a symlink cycle ends)."""
+    found, seen = [], set()
+    for directory, subfolders, names in os.walk(folder, followlinks=True):
+        real = os.path.realpath(directory)
+        if real in seen:
+            subfolders[:] = []
+            continue
+        seen.add(real)
+        subfolders.sort()
+        if "__pycache__" not in Path(directory).parts:
+            found.extend(Path(directory) / name for name in names)
+    return sorted(found)
 
 
 SHIPPED_LABEL = "generator/templates"

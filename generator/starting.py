@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from generator import errors, files, project
 
-TABLE = "tool.backend-config-generator"
+TABLE = f"tool.{project.TABLE}"
 # The table's keys init writes, with their defaults: what the tool reads when a key is absent
 # (project.ProjectConfig; `templates` is left out: the shipped templates serve a new project).
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(project.ProjectConfig) if f.name != "templates"}
@@ -63,7 +64,10 @@ def plan(root: Path, options: dict[str, str | None], cwd: Path, root_given: bool
     pyproject = root / "pyproject.toml"
     current = _read_pyproject(pyproject)
     table = _table(current)
+    if table is not None:
+        project.validated(root, table)  # a table every other command would refuse is refused here first
     layout = _layout(options, table)
+    project.validated(root, layout)
     top = _repository_top(root)
     where = "" if top == root else root.relative_to(top).as_posix()
     steps = [_pyproject_step(pyproject, current, table, layout)]
@@ -71,8 +75,8 @@ def plan(root: Path, options: dict[str, str | None], cwd: Path, root_given: bool
     steps.extend(_package_steps(root, layout))
     steps.append(_kept_or_written(top / PRECOMMIT_PATH, precommit_config(where), _precommit_note))
     steps.append(_kept_or_written(top / CI_PATH, ci_workflow(where, installs_itself=_has_project(current))))
-    steps.append(_kept_or_written(top / ".gitignore", ".cache/\n"))
-    prefix = "" if root == cwd else f"--root {_shown(root, cwd)} "
+    steps.append(_kept_or_written(top / ".gitignore", ".cache/\n", _gitignore_note))
+    prefix = "" if root == cwd else f"--root {shlex.quote(_shown(root, cwd))} "
     return Start(tuple(steps), f"python -m generator {prefix}regenerate")
 
 
@@ -110,10 +114,7 @@ def _read_pyproject(path: Path) -> str | None:
 
 
 def _toml(text: str, what: str) -> dict:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
+    tomllib = project.toml_reader()
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -125,7 +126,7 @@ def _table(text: str | None) -> dict | None:
     if text is None:
         return None
     tool = _toml(text, "pyproject.toml").get("tool", {})
-    table = tool.get("backend-config-generator") if isinstance(tool, dict) else None
+    table = tool.get(project.TABLE) if isinstance(tool, dict) else None
     if table is not None and not isinstance(table, dict):
         raise InitError(f"pyproject.toml: tool.backend-config-generator must be a table ([{TABLE}])")
     return table
@@ -139,10 +140,7 @@ def _layout(options: dict[str, str | None], table: dict | None) -> dict[str, str
     """The layout to start: an existing table's, else the options' (one derived from the other), else defaults."""
     given = {key: value for key, value in options.items() if value is not None}
     if table is not None:
-        layout = {key: table.get(key, default) for key, default in DEFAULTS.items()}
-        for key, value in layout.items():
-            if not isinstance(value, str):
-                raise InitError(f"pyproject.toml: [{TABLE}] {key} must be a string, not {value!r}")
+        layout = {key: table.get(key, default) for key, default in DEFAULTS.items()}  # checked by project.validated
         for key, value in given.items():
             if _normal(key, value) != _normal(key, layout[key]):
                 raise InitError(
@@ -244,14 +242,20 @@ def _precommit_note(path: Path) -> str:
         has_hook = HOOK_ID in path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         has_hook = False
-    return "" if has_hook else f"add the hook {HOOK_ID} to it yourself (docs/adopting.md)"
+    return "" if has_hook else f"add the hook {HOOK_ID} to it yourself (see the .pre-commit-config.yaml init writes)"
+
+
+def _gitignore_note(path: Path) -> str:
+    try:
+        ignores_cache = ".cache" in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        ignores_cache = False
+    return "" if ignores_cache else "add .cache/ to it: the generator's caches are no files to commit"
 
 
 def _refuse_inside_a_project(root: Path) -> None:
     for folder in root.parents:
-        pyproject = folder / "pyproject.toml"
-        has_table = pyproject.is_file() and f"[{TABLE}]" in pyproject.read_text(encoding="utf-8", errors="replace")
-        if has_table or (folder / DEFAULTS["specs"]).is_dir():
+        if project.has_table(folder) or (folder / DEFAULTS["specs"]).is_dir():
             raise InitError(
                 f"{root} is inside the project {folder}: run init there, or pass --root {root} to start another "
                 "project here"
@@ -327,7 +331,7 @@ MODULE = Module(
 
 
 def precommit_config(where: str) -> str:
-    root = f"--root {where} " if where else ""
+    root = f"--root {shlex.quote(where)} " if where else ""
     return f"""\
 # python -m generator check on every commit: it refuses a commit whose generated modules are stale, missing or
 # edited by hand. It runs whatever files a commit touches (always_run): check also tracks your own packages the
@@ -347,16 +351,17 @@ repos:
 
 
 def ci_workflow(where: str, installs_itself: bool) -> str:
-    root = f"--root {where} " if where else ""
+    root = f"--root {shlex.quote(where)} " if where else ""
     install = f'pip install "{_requirement()}" --extra-index-url {TORCH_CPU_INDEX}'
     own = "# If the spec imports packages of this repository, add to the install step: && pip install -e ."
     if installs_itself:
-        install += f" && pip install -e {where or '.'}"
+        install += f" && pip install -e {shlex.quote(where or '.')}"
         own = "# This repository's own packages (those the spec imports) are installed with it."
     return f"""\
 # The generated BackendConfig modules are what the spec says (check), and each equals its reference builder
 # and runs through torch's FX quantization (verify).
 {own}
+# Where backend-config-generator is on no index you use, install it from a wheel or a git URL instead.
 name: backend configs
 on:
   push:

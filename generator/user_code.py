@@ -32,7 +32,9 @@ def running(error_class: type[GeneratorError], what: str, root: Path | None = No
     A GeneratorError raised inside passes through: it is already one located line.
     With `exceptions` False, an Exception passes through too: the block mixes the
     generator's code with calls of user code that handle Exceptions themselves
-    (comparing callables records what they raise), and a bug must stay a bug.
+    (comparing callables records what they raise), and a bug must stay a bug; but
+    one raised by the project's own code (a module `__getattr__` that raises when
+    the generator looks a name up) is the user's, and becomes `error_class` too.
     """
     with _stdout_to_stderr(), _RealInterrupts() as interrupts, _kept_cwd(), _no_hard_exit():
         try:
@@ -42,7 +44,7 @@ def running(error_class: type[GeneratorError], what: str, root: Path | None = No
         except BaseException as error:  # noqa: B036 - user code may raise anything; it must not end the run
             if isinstance(error, KeyboardInterrupt) and interrupts.real:
                 raise  # the user's Ctrl-C, not the code's
-            if isinstance(error, Exception) and not exceptions:
+            if isinstance(error, Exception) and not exceptions and not raised_by_the_project(error, root):
                 raise
             where = user_line(error, root) or location
             raise error_class(f"{what} raised {describe(error)}{_advice(error)}", where) from None
@@ -105,6 +107,18 @@ def user_line(error: BaseException, root: Path | None) -> SourceLocation | None:
                 local = found
         tb = tb.tb_next
     return local or found
+
+
+def raised_by_the_project(error: BaseException, root: Path | None) -> bool:
+    """Whether the innermost frame of `error`'s traceback, where it was raised, is a project file (not the
+    generator's own)."""
+    tb = error.__traceback__
+    if tb is None or root is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    filename = tb.tb_frame.f_code.co_filename
+    return filename.startswith(str(root.resolve()) + os.sep) and not filename.startswith(_GENERATOR_DIR)
 
 
 def shown(filename: str | None, root: Path | None) -> str:
@@ -193,3 +207,17 @@ def _kept_cwd():
         if saved is not None:
             with contextlib.suppress(OSError):
                 os.chdir(saved)
+
+
+def path_with_project(root: Path, path: list[str]) -> list[str]:
+    """sys.path `path` with the project root put where user code finds its modules: before installed
+    packages (a project's module stands in for one, as when `python -m` runs from the root), but after
+    the standard library, so that a project's numbers.py, copy.py or platform.py never stands in for the
+    standard library's in the generator, torch or anything else a run imports later."""
+    stdlib = os.path.dirname(os.__file__)  # lib/python3.X; lib-dynload is in it, and lib/python3X.zip beside it
+    zipped = os.path.join(os.path.dirname(stdlib), f"python{sys.version_info[0]}{sys.version_info[1]}.zip")
+    position = 0
+    for index, entry in enumerate(path):
+        if entry in (stdlib, zipped) or os.path.dirname(entry) == stdlib:
+            position = index + 1
+    return [*path[:position], str(root), *path[position:]]

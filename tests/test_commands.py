@@ -10,9 +10,9 @@ import sys
 import pytest
 import torch.ao.quantization.backend_config.fbgemm as torch_fbgemm
 
-from generator import cli
 from generator.freshness import planning
 from generator.loading import loader
+from tests.support.cli_runs import run
 from tests.support.projects import ROOT, at_one_path, at_one_path_fixture, commit_all
 
 one_path_project = at_one_path_fixture("commands")  # a fresh copy per test, at one path (see there)
@@ -25,12 +25,6 @@ def one_path_project_with_only(tmp_path_factory):
     would otherwise load and build every spec file."""
 
     return lambda *names: at_one_path(tmp_path_factory, "commands-fewer", *names)
-
-
-def run(capsys, *args):
-    code = cli.main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
 
 
 def test_check_passes_on_a_clean_tree(one_path_project, capsys):

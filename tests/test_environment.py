@@ -125,6 +125,16 @@ def test_a_wrong_root_before_or_after_the_command_is_one_line(command, where, tm
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["not-a-project"]
 
 
+def test_a_root_that_does_not_exist_is_said_to_be_no_folder(tmp_path, monkeypatch, capsys):
+    missing = tmp_path / "missing"
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "--root", str(missing), "check")
+    assert (code, out) == (2, "")
+    assert err == f"error: {missing} is not a folder: pass --root the project's folder (the one holding spec/ or " \
+        "its pyproject.toml)\n"
+    assert not missing.exists()
+
+
 @EVERY_COMMAND
 def test_root_after_the_command_works_like_before_it(command, repo, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # not a project: only --root can point the command at one

@@ -22,7 +22,7 @@ import pytest
 from generator import cache, cli, process
 from generator.errors import UnknownTorchNameError
 from generator.model import SourceLocation
-from tests.support.builders import discover
+from tests.support.builders import discover, unused_nn_op
 from tests.support.projects import ROOT, commit_all, fresh_copy
 from tests.support.shared_builds import worker_copy
 
@@ -98,9 +98,15 @@ def names_cache(project) -> dict:
     return json.loads(names.read(entry).payload)
 
 
-def with_silu(project):
+# A torch name the project's spec files never use (nn.SiLU, unless a backend of the user's own quantizes it).
+NEW_OP = unused_nn_op()
+
+
+def with_new_op(project):
     common = project / "spec" / "_common.py"
-    common.write_text(common.read_text().replace("    nn.ELU, nn.LeakyReLU,", "    nn.ELU, nn.SiLU, nn.LeakyReLU,", 1))
+    text = common.read_text()
+    assert "    nn.ELU, nn.LeakyReLU," in text
+    common.write_text(text.replace("    nn.ELU, nn.LeakyReLU,", f"    nn.ELU, nn.{NEW_OP}, nn.LeakyReLU,", 1))
     return project
 
 
@@ -111,13 +117,14 @@ def twin(project, tmp_path):
 
 def test_a_new_torch_name_is_looked_up_beside_the_build_with_the_same_result(project_with_only, tmp_path, capsys):
     project = project_with_only("x86")  # x86 uses DEFAULT_OPS (spec/_common.py), where the new name goes
-    forked, here = with_silu(project), with_silu(twin(project, tmp_path))
-    assert "torch.nn.SiLU" not in names_cache(forked)
+    here = with_new_op(twin(project, tmp_path))
+    forked = with_new_op(project)
+    assert f"torch.nn.{NEW_OP}" not in names_cache(forked)
     run = fresh_interpreter(forked, "regenerate")
     assert run.returncode == 0, run.stderr
     # The parent never imported torch, yet the new name was looked up: by the child.
     assert run.stderr.splitlines()[-1] == TORCH_IN_PARENT + "False"
-    assert names_cache(forked)["torch.nn.SiLU"]["kinds"] == ["module", "class", "callable"]
+    assert names_cache(forked)[f"torch.nn.{NEW_OP}"]["kinds"] == ["module", "class", "callable"]
     assert cli.main(["--root", str(here), "regenerate"]) == 0  # torch imported: looked up in this process
     capsys.readouterr()
     assert outputs(forked) == outputs(here)
@@ -155,7 +162,7 @@ MISSING = "error: spec/mine.py:17: unknown torch name torch.nn.SiLUU: torch.nn h
 @pytest.mark.parametrize(
     "pattern, expected",
     [
-        ("nn.SiLU", KIND_ERROR),  # a new name that exists: the names' kinds are checked in the spec's order
+        (f"nn.{NEW_OP}", KIND_ERROR),  # a new name that exists: the names' kinds are checked in the spec's order
         ("nn.SiLUU", MISSING),
         ('"veiw"', KIND_ERROR),  # a method name is looked up last
     ],
@@ -306,13 +313,15 @@ def test_diff_finds_each_side_s_spec_lines_in_a_child_process(x86_says_where, ca
     project = x86_says_where
     x86 = project / "spec" / "x86.py"
     commit_all(project)
-    x86.write_text(x86.read_text().replace(LAYOUT_END, LAYOUT_END.replace("),", ") + [config(nn.SiLU, default)],"), 1))
+    assert LAYOUT_END in x86.read_text()
+    added = LAYOUT_END.replace("),", f") + [config(nn.{NEW_OP}, default)],")
+    x86.write_text(x86.read_text().replace(LAYOUT_END, added, 1))
     assert cli.main(["--root", str(project), "regenerate"]) == 0
     capsys.readouterr()
     without_kept_loads(project)
     assert cli.main(["--root", str(project), "diff"]) == 1
     out, err = capsys.readouterr()
-    assert re.fullmatch(r"x86: \+ pattern nn\.SiLU  \(spec/x86\.py:\d+\)\n", out), out  # the spec line came back
+    assert re.fullmatch(rf"x86: \+ pattern nn\.{NEW_OP}  \(spec/x86\.py:\d+\)\n", out), out  # the spec line came back
     pids = [int(line.split()[-1]) for line in err.splitlines() if line.startswith("spec/x86.py ran in")]
     assert len(pids) == len(set(pids)) == 2 and os.getpid() not in pids  # HEAD's spec and the working tree's
 

@@ -774,7 +774,7 @@ def case_failures(case_id: str, backend: Backend, model: Model, api: str, ours: 
     BackendConfig (else the case could not fail whatever ours held), except for a config no FX flow
     consumes, which must give the same ones (else it should count as coverage).
     """
-    theirs_config = backend.builder.theirs()()
+    theirs_config = backend.builder.reference_as_declared()  # torch's, but where the spec declares otherwise
     ours_result, theirs = flow_results(api, model, backend, ours, theirs_config)
     found = differences(ours_result, theirs)
     if bool(theirs["steps"]) == (case_id in TORCH_FAILS_BEFORE_ANY_STEP):
@@ -788,7 +788,19 @@ def case_failures(case_id: str, backend: Backend, model: Model, api: str, ours: 
             f" an empty BackendConfig, yet consumed_by_fx={backend.consumed_by_fx}"
             + ("" if exercised else f" and {(model.name, api)} is not in the backend's untouched cases")
         )
-    return found
+    return found + _declared_note(backend) if found else found
+
+
+def _declared_note(backend: Backend) -> list[str]:
+    """A failing case of a backend whose spec declares differences names them: they may be the cause."""
+    declarations = backend.builder.declarations
+    if not declarations:
+        return []
+    return [
+        f"{backend.builder.id}'s spec declares {len(declarations)} difference(s) from its reference, applied to"
+        " the reference's config in this flow (a declaration may be the cause):",
+        *(f"  {declaration}" for declaration in declarations),
+    ]
 
 
 # torch's own flows that fail before producing anything: onednn's fusers for (Linear, F.leaky_relu)
@@ -949,5 +961,5 @@ def test_harness_reports_a_mutated_config(mutate, model_name, api, reported):
     """One altered pattern config in our fbgemm config is enough for a flow to differ from torch's."""
     backend = next(b for b in BACKENDS if b.label == "fbgemm")
     model = next(m for m in MODELS if m.name == model_name)
-    found = compare_flow(api, model, backend, mutate(backend.builder.ours()()), backend.builder.theirs()())
+    found = compare_flow(api, model, backend, mutate(backend.builder.ours()()), backend.builder.reference_as_declared())
     assert any(reported in difference for difference in found), found

@@ -20,17 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli
 from generator.building.output_check import check_bindings, check_imports
 from generator.errors import OutputCheckError
 from generator.review.equality import compare_backend_configs
+from tests.support.cli_runs import run
 from tests.support.projects import ROOT
-
-
-def run(capsys, *args):
-    code = cli.main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
 
 
 def load_generated(path: Path, name: str):

@@ -25,18 +25,13 @@ from generator.model import TorchRef
 from generator.review.equality import compare_backend_configs
 from tests.support import projects
 from tests.support.builders import discover
+from tests.support.cli_runs import run
 from tests.support.projects import ROOT, fresh_copy
 from tests.support.shared_builds import built_once, computed_once
 
 USER_BUILDER = "tests.support.user_builder.get_user_backend_config"
 LEGACY_BUILDER = "tests.support.legacy_builder.get_legacy_backend_config"
 
-
-
-def run(capsys, *args):
-    code = cli.main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
 
 
 def target(reference: str) -> str:
@@ -72,15 +67,24 @@ def build_imported(project):
     tests of its own below; the one regenerate of all the imported files refuses a taken name too.
     """
     without_hand_written_specs(fresh_copy(project))
+    names = {b.reference: b.name for m in committed_modules() for b in m.backends if b.reference}
+    imported_as: dict[str, list[Path]] = {}  # the name a builder returns -> the spec files imported for it
     with tempfile.TemporaryDirectory() as temporary:
         scratch = without_hand_written_specs(fresh_copy(Path(temporary) / "project"))
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             for reference in committed_references() + [USER_BUILDER, LEGACY_BUILDER]:
+                # Builders that return one name (a user's two builders of one backend) are imported as in
+                # one project: each beside those imported before it, so that import labels it apart.
+                before = imported_as.setdefault(names.get(reference, reference), [])
+                for path in before:
+                    shutil.copy(path, scratch / "spec" / path.name)
                 code = cli.main(["--root", str(scratch), "import", target(reference)])
                 assert code == 0, reference
+                for path in before:
+                    (scratch / "spec" / path.name).unlink()
                 (written,) = (scratch / "spec").glob("[!_]*.py")
                 assert not (project / "spec" / written.name).exists(), (reference, written.name)
-                shutil.move(written, project / "spec" / written.name)
+                before.append(Path(shutil.move(written, project / "spec" / written.name)))
             assert cli.main(["--root", str(project), "regenerate", "--jobs", "2"]) == 0
 
 

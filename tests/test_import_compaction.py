@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli, model
+from generator import model
 from generator.importer import op_lists, sections
 from generator.review.equality import compare_backend_configs
+from tests.support.builders import unused_backend_name
+from tests.support.cli_runs import run
 from tests.support.projects import ROOT
 
 BUILDER_FILE = ROOT / "tests" / "support" / "inhouse" / "acme_npu" / "loops.py"
@@ -21,10 +23,7 @@ TARGET = "tests.support.inhouse.acme_npu.loops:get_acme_npu_loops_backend_config
 SHARE = "OUTPUT_SHARE_OBSERVER_WITH_INPUT"
 
 
-def run(capsys, *args):
-    code = cli.main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
+NAME = unused_backend_name("acme_npu")  # the imported backend's spec file, module and matrix column
 
 
 def builder():
@@ -35,8 +34,8 @@ def builder():
 
 @pytest.fixture
 def imported(fresh_project, capsys):
-    """The project with the in-house builder imported as spec/acme_npu.py and regenerated."""
-    code, out = run(capsys, "--root", str(fresh_project), "import", TARGET, "--name", "acme_npu")
+    """The project with the in-house builder imported as spec/NAME.py and regenerated."""
+    code, out = run(capsys, "--root", str(fresh_project), "import", TARGET, "--name", NAME)
     assert code == 0, out
     code, out = run(capsys, "--root", str(fresh_project), "regenerate")
     assert code == 0, out
@@ -44,7 +43,7 @@ def imported(fresh_project, capsys):
 
 
 def generated_builder(project: Path):
-    path = project / "generated" / "acme_npu.py"
+    path = project / "generated" / f"{NAME}.py"
     spec = importlib.util.spec_from_file_location("imported_acme_npu_loops", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -52,7 +51,7 @@ def generated_builder(project: Path):
 
 
 def test_the_spec_loops_over_op_lists_and_is_no_longer_than_the_builder(imported):
-    spec = (imported / "spec" / "acme_npu.py").read_text()
+    spec = (imported / "spec" / f"{NAME}.py").read_text()
     assert len(spec.splitlines()) <= len(BUILDER_FILE.read_text().splitlines()), spec
     # the builder's op lists, named once, and loops over them
     assert "share_qparams_ops = [nn.ReLU, F.relu, nn.ReLU6, F.relu6, nn.MaxPool2d, torch.flatten]\n" in spec
@@ -66,7 +65,7 @@ def test_the_spec_loops_over_op_lists_and_is_no_longer_than_the_builder(imported
 
 def test_the_looped_spec_regenerates_equal_to_the_builder_in_its_order(imported):
     ours, theirs = generated_builder(imported)(), builder()
-    assert compare_backend_configs("acme_npu", ours, theirs) == []
+    assert compare_backend_configs(NAME, ours, theirs) == []
     assert [c.pattern for c in ours.configs] == [c.pattern for c in theirs.configs]
 
 
@@ -87,21 +86,21 @@ def matrix_rows(project: Path) -> dict[tuple[str, str], dict[str, str]]:
 def test_the_matrix_shows_the_imported_patterns_in_torchs_rows(imported):
     rows = matrix_rows(imported)
     linear = rows[("linear", "nn.Linear")]
-    assert linear["acme_npu"] == "`weighted`" and linear["fbgemm"] != "·"
+    assert linear[NAME] == "`weighted`" and linear["fbgemm"] != "·"
     relu6 = rows[("share qparams ops", "nn.ReLU6")]
-    assert relu6["acme_npu"] == "`activation`" and relu6["fbgemm"] != "·"
+    assert relu6[NAME] == "`activation`" and relu6["fbgemm"] != "·"
     # its own fusions sit in the family of the op they start with
-    assert rows[("conv2d", "(nn.Conv2d, nn.ReLU6)")]["acme_npu"] == "`weighted_relu`"
-    assert rows[("binary ops", "torch.mul")]["acme_npu"] == "`activation`"
-    assert not [key for key in rows if key[0] == "other"]
+    assert rows[("conv2d", "(nn.Conv2d, nn.ReLU6)")][NAME] == "`weighted_relu`"
+    assert rows[("binary ops", "torch.mul")][NAME] == "`activation`"
+    assert not [key for key, cells in rows.items() if key[0] == "other" and cells[NAME] != "·"]
     # one row per pattern: no family has the backend's nn.Linear twice
     assert [key for key in rows if key[1] == "nn.Linear"] == [("linear", "nn.Linear")]
 
 
 def test_no_compact_writes_every_pattern_in_its_family(fresh_project, capsys):
-    code, out = run(capsys, "--root", str(fresh_project), "import", TARGET, "--name", "acme_npu", "--no-compact")
+    code, out = run(capsys, "--root", str(fresh_project), "import", TARGET, "--name", NAME, "--no-compact")
     assert code == 0, out
-    spec = (fresh_project / "spec" / "acme_npu.py").read_text()
+    spec = (fresh_project / "spec" / f"{NAME}.py").read_text()
     assert spec.count("config(") == 22 and " for " not in spec
     assert spec.count('section="share qparams ops"') == 6 and spec.count('section="linear"') == 2
 

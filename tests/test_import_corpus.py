@@ -10,9 +10,7 @@ installed package is: PYTHONPATH), then `regenerate`. Its outcome is one of the 
 - REFUSED: exit 2, exactly one line on stderr, nothing on stdout, no traceback and no "internal error",
   and not one file of the project changed; the line gives the reason its author can act on.
 
-Each builder's expected outcome is listed in CORPUS below. Where current code does not reach it yet, the case is
-marked xfail(strict=True) naming the item of issue 30 it waits for: a fix that makes it pass turns the
-xfail into a failure, so the mark is removed with the fix.
+Each builder's expected outcome is listed in CORPUS below.
 """
 
 import dataclasses
@@ -37,7 +35,6 @@ class Case:
     target: str  # MODULE:FUNCTION below tests.support.wild
     outcome: str  # IMPORTS or REFUSED
     says: tuple[str, ...] = ()  # for REFUSED: what the one line must say
-    waits_for: str = ""  # the issue item it fails on today ("" for a builder that reaches its outcome now)
 
 
 CORPUS = [
@@ -62,8 +59,7 @@ CORPUS = [
 
 
 def case_param(case: Case):
-    marks = [pytest.mark.xfail(strict=True, raises=AssertionError, reason=case.waits_for)] if case.waits_for else []
-    return pytest.param(case, id=case.name, marks=marks)
+    return pytest.param(case, id=case.name)
 
 
 def generator(project, *args):

@@ -9,15 +9,9 @@ import re
 
 import pytest
 
-from generator import cli
+from tests.support.cli_runs import run
 
 TENSORRT = "torch.ao.quantization.backend_config.tensorrt"
-
-
-def run(capsys, *args):
-    code = cli.main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
 
 
 def snapshot(project):

@@ -13,18 +13,13 @@ import textwrap
 
 import pytest
 
-from generator import cli
 from generator.importer.object_paths import object_path
 from generator.review.callables import callables_match
 from generator.review.equality import compare_backend_configs
 from generator.spelling import user_module
+from tests.support.builders import unused_backend_name
+from tests.support.cli_runs import run
 from tests.support.projects import ROOT
-
-
-def run(capsys, *args):
-    code = cli.main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
 
 
 def snapshot(project):
@@ -270,8 +265,10 @@ def test_the_inhouse_builders_classmethod_fuser_is_imported_by_its_path(fresh_pr
     site = fresh_project.parent / "site"
     shutil.copytree(ROOT / "tests" / "support" / "inhouse" / "acme_npu", site / "acme_npu")
     monkeypatch.syspath_prepend(str(site))
-    code, out = run(capsys, "--root", str(fresh_project), "import", "acme_npu.backend:get_acme_npu_backend_config")
+    name = unused_backend_name("acme_npu")  # the project may have an ACME NPU of its own
+    target = "acme_npu.backend:get_acme_npu_backend_config"
+    code, out = run(capsys, "--root", str(fresh_project), "import", target, "--name", name)
     assert code == 0, out
     assert "not importable" not in out, out
-    flat = "".join((fresh_project / "spec" / "acme_npu.py").read_text().split())
+    flat = "".join((fresh_project / "spec" / f"{name}.py").read_text().split())
     assert 'fuser_method=importable("acme_npu.backend.ConvReLU62d.fuser_method")' in flat

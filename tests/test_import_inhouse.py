@@ -16,10 +16,12 @@ import pytest
 
 from generator import cli
 from generator.review.equality import compare_backend_configs
+from tests.support.builders import unused_backend_name
 from tests.support.projects import ROOT
 
 PACKAGE = ROOT / "tests" / "support" / "inhouse" / "acme_npu"
 TARGET = "acme_npu.backend:get_acme_npu_backend_config"
+NAME = unused_backend_name("acme_npu")  # its spec file and module: the project may have an acme_npu of its own
 
 
 @pytest.fixture
@@ -31,7 +33,7 @@ def imported(fresh_project, capsys, monkeypatch):
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.delitem(sys.modules, "acme_npu", raising=False)
     monkeypatch.delitem(sys.modules, "acme_npu.backend", raising=False)
-    code = cli.main(["--root", str(fresh_project), "import", TARGET])
+    code = cli.main(["--root", str(fresh_project), "import", TARGET, "--name", NAME])
     out = capsys.readouterr()
     assert code == 0, out
     assert cli.main(["--root", str(fresh_project), "regenerate"]) == 0
@@ -48,7 +50,7 @@ def load(path, name):
 
 def test_the_generated_builder_equals_the_in_house_builder(imported):
     project, _ = imported
-    ours = load(project / "generated" / "acme_npu.py", "inhouse_generated").get_acme_npu_backend_config()
+    ours = load(project / "generated" / f"{NAME}.py", "inhouse_generated").get_acme_npu_backend_config()
     from acme_npu.backend import get_acme_npu_backend_config
 
     theirs = get_acme_npu_backend_config()
@@ -65,7 +67,7 @@ def test_the_generated_builder_equals_the_in_house_builder(imported):
 
 def test_the_spec_reads_as_written_by_hand(imported):
     project, _ = imported
-    spec = (project / "spec" / "acme_npu.py").read_text()
+    spec = (project / "spec" / f"{NAME}.py").read_text()
     builder = (PACKAGE / "backend.py").read_text()
     assert len(spec.splitlines()) <= len(builder.splitlines())
     # the builder's names for its constants, numbers as it spells them, no numbered names
@@ -80,7 +82,7 @@ def test_the_spec_reads_as_written_by_hand(imported):
 
 def test_the_generated_module_binds_each_name_once(imported):
     project, _ = imported
-    tree = ast.parse((project / "generated" / "acme_npu.py").read_text())
+    tree = ast.parse((project / "generated" / f"{NAME}.py").read_text())
     bound = [
         alias.asname or alias.name.split(".")[0]
         for node in tree.body

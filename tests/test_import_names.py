@@ -17,6 +17,7 @@ from generator import cli
 from generator.loading import loader
 from generator.review.equality import compare_backend_configs
 from tests.support import named_builders, projects
+from tests.support.cli_runs import run
 
 UNNAMED = "tests.support.named_builders:get_unnamed_npu_backend_config"
 OTHER_UNNAMED = "tests.support.named_builders:get_other_unnamed_npu_backend_config"
@@ -27,12 +28,6 @@ IMPORTS = [
     (OTHER_UNNAMED, [], "other_unnamed_npu", "other_unnamed_npu", ""),
     (TENSORRT_FORK, ["--name", "trt_fork"], "trt_fork", "trt_fork", "tensorrt"),
 ]
-
-
-def run(capsys, *args):
-    code = cli.main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
 
 
 def load_generated(path):

@@ -10,16 +10,10 @@ import importlib
 import importlib.util
 import textwrap
 
-from generator import cli
 from generator.building import rendering
 from generator.importer import spec_writer
 from generator.review.equality import compare_backend_configs
-
-
-def run(capsys, *args):
-    code = cli.main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
+from tests.support.cli_runs import run
 
 
 def snapshot(project):

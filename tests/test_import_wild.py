@@ -6,14 +6,8 @@ import textwrap
 
 import pytest
 
-from generator import cli
 from generator.review.equality import compare_backend_configs
-
-
-def run(capsys, *args):
-    code = cli.main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
+from tests.support.cli_runs import run
 
 
 def load_generated(path):

@@ -174,9 +174,10 @@ def test_existing_files_are_kept_byte_for_byte(tmp_path):
     assert init.returncode == 0, init.stderr
     assert {name: (project / name).read_bytes() for name in mine} == mine
     lines = init.stdout.splitlines()
-    assert "kept      .gitignore" in lines and "kept      generated/__init__.py" in lines
+    assert "kept      .gitignore: add .cache/ to it: the generator's caches are no files to commit" in lines
+    assert "kept      generated/__init__.py" in lines
     assert "kept      .pre-commit-config.yaml: add the hook backend-config-generator-check to it yourself " \
-        "(docs/adopting.md)" in lines  # fmt: skip
+        "(see the .pre-commit-config.yaml init writes)" in lines  # fmt: skip
     assert "written   spec/my_backend.py" in lines
 
 
@@ -268,6 +269,42 @@ def test_a_project_in_a_subfolder_gets_its_hook_and_ci_at_the_repository_s_top(t
     runs = [step.get("run") for step in workflow["jobs"]["backend-configs"]["steps"]]
     assert "python -m generator --root vendor/configs check" in runs
     assert "python -m generator --root vendor/configs verify" in runs
+
+
+def test_a_subfolder_with_a_space_is_quoted_wherever_init_writes_a_command(tmp_path):
+    repository = new_repository(tmp_path / "repository")
+    (repository / "sub dir").mkdir()
+    init = generator(repository, "init", "--root", "sub dir")
+    assert init.returncode == 0, init.stderr
+    assert init.stdout.splitlines()[-1] == "next: python -m generator --root 'sub dir' regenerate"
+    config = small_yaml.load((repository / ".pre-commit-config.yaml").read_text(encoding="utf-8"))
+    assert config["repos"][0]["hooks"][0]["entry"] == "python -m generator --root 'sub dir' check"
+    workflow = small_yaml.load((repository / ".github/workflows/backend-configs.yml").read_text(encoding="utf-8"))
+    runs = [step.get("run") for step in workflow["jobs"]["backend-configs"]["steps"]]
+    assert runs[-2:] == ["python -m generator --root 'sub dir' check", "python -m generator --root 'sub dir' verify"]
+
+
+def test_a_refused_init_makes_no_folder(tmp_path):
+    """A file standing where init must make a folder is found before any folder is made."""
+    project = new_repository(tmp_path / "repository")
+    (project / ".github").write_text("not a folder\n")
+    init = generator(project, "init")
+    assert (init.returncode, init.stdout) == (2, "")
+    assert init.stderr == (
+        f"error: cannot write {project / '.github/workflows/backend-configs.yml'}: {project / '.github'} is a file, "
+        "not a folder\n"
+    )
+    assert sorted(p.name for p in project.iterdir()) == [".git", ".github"]
+
+
+def test_init_refuses_a_table_every_other_command_refuses(tmp_path):
+    project = new_repository(tmp_path / "repository")
+    (project / "pyproject.toml").write_text('[tool.backend-config-generator]\nspecz = "spec"\n')
+    before = files_below(project)
+    init = generator(project, "init")
+    assert (init.returncode, init.stdout) == (2, "")
+    assert init.stderr.startswith("error: pyproject.toml: [tool.backend-config-generator] specz: unknown key")
+    assert files_below(project) == before
 
 
 def test_the_ci_job_installs_the_tool_then_runs_check_and_verify(started):

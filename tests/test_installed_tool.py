@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from generator import project
 from tests.support import shared_builds
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,11 +34,20 @@ package = "acme_quant.backend_configs"
 """
 
 
+def own_packages() -> list[str]:
+    """The top-level folders of packages pyproject.toml lists beyond the tool's own (a user's package, added to
+    the distribution as import asks): the build needs them."""
+    document = project.toml_reader().loads((ROOT / "pyproject.toml").read_text())
+    listed = document["tool"]["setuptools"].get("packages", [])
+    tops = {name.split(".")[0] for name in listed if isinstance(name, str)}
+    return sorted(top for top in tops - set(SOURCES) if (ROOT / top).is_dir())
+
+
 def build_wheel(folder: Path) -> None:
     """The wheel, built offline from a copy of the sources (a build leaves build/ and egg-info behind)."""
     source = folder / "source"
     source.mkdir(parents=True)
-    for name in SOURCES:
+    for name in (*SOURCES, *own_packages()):
         if (ROOT / name).is_dir():
             shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", ".cache"))
         else:

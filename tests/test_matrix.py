@@ -48,6 +48,20 @@ def parse_matrix(text: str) -> tuple[dict[str, dict[str, tuple[str, ...]]], dict
     return columns, counts, families
 
 
+def matrix_label(pattern) -> str:
+    """A pattern as the matrix's rows spell it: torch's objects as describe_pattern names them (nn.Conv2d), an
+    object of the user's own code (`importable("acme.ops.Block")` in a spec) by the name the generated module
+    imports it under, its name in its module (Block)."""
+    if isinstance(pattern, tuple):
+        inner = ", ".join(matrix_label(item) for item in pattern)
+        return f"({inner},)" if len(pattern) == 1 else f"({inner})"
+    text = describe_pattern(pattern)
+    module, name = getattr(pattern, "__module__", None), getattr(pattern, "__qualname__", None)
+    if isinstance(module, str) and isinstance(name, str) and text == f"{module}.{name}":
+        return name if module.partition(".")[0] != "torch" else text
+    return text
+
+
 def registered(builder) -> tuple[str, dict[str, tuple[str, ...]]]:
     """The backend's label and {pattern: dtype config names} of a generated builder, read from the objects."""
     module = importlib.import_module(f"generated.{builder.module}")
@@ -58,8 +72,9 @@ def registered(builder) -> tuple[str, dict[str, tuple[str, ...]]]:
         pattern = pattern_config.pattern
         if pattern is None:
             pattern = pattern_config._pattern_complex_format
-        patterns[describe_pattern(pattern)] = tuple(names[id(dc)] for dc in pattern_config.dtype_configs)
-    return Backend(config.name, builder.function, "", ()).label, patterns
+        patterns[matrix_label(pattern)] = tuple(names[id(dc)] for dc in pattern_config.dtype_configs)
+    given = getattr(module, "__backend_labels__", {}).get(builder.function)  # a label the spec gives (docs/spec.md)
+    return given or Backend(config.name, builder.function, "", ()).label, patterns
 
 
 def test_every_cell_is_what_the_generated_builder_registers():

@@ -74,10 +74,27 @@ def test_files_written_by_a_regenerate_killed_before_its_manifest_are_not_called
     assert run(capsys, "--root", str(project), "check")[0] == 0
 
 
-def test_a_stray_generated_module_that_is_not_utf8_is_named_and_regenerate_removes_it(x86_project, capsys):
+def test_a_stray_generated_module_that_is_not_utf8_and_not_in_the_manifest_is_left_alone(x86_project, capsys):
+    """Only the files the manifest lists are generated (issue 32): a stray copy with the header line is the user's."""
     project = x86_project
-    stray = project / "generated" / "x86_old.py"  # its spec file is gone (renamed, say)
+    stray = project / "generated" / "x86_old.py"  # a copy of the user's, under another name
     stray.write_bytes((project / "generated" / "x86.py").read_bytes() + b"# caf\xe9\n")
+    code, out, err = run(capsys, "--root", str(project), "check")
+    assert code == 0 and "x86_old" not in out + err
+    code, out, err = run(capsys, "--root", str(project), "regenerate", "--jobs", "1")
+    assert code == 0 and "x86_old" not in out + err
+    assert stray.read_bytes().endswith(b"# caf\xe9\n")
+    assert run(capsys, "--root", str(project), "check")[0] == 0
+
+
+def test_a_listed_module_whose_spec_file_is_gone_is_named_and_regenerate_removes_it(x86_project, capsys):
+    project = x86_project
+    manifest = project / "generated" / "manifest.json"
+    document = json.loads(manifest.read_text())
+    stray = project / "generated" / "x86_old.py"  # its spec file is gone (renamed, say)
+    stray.write_bytes((project / "generated" / "x86.py").read_bytes())
+    document["outputs"]["generated/x86_old.py"] = dict(document["outputs"]["generated/x86.py"])
+    manifest.write_text(json.dumps(document, indent=1) + "\n")
     code, out, err = run(capsys, "--root", str(project), "check")
     assert code == 1 and "generated/x86_old.py: its spec file is gone" in out.splitlines()
     code, out, err = run(capsys, "--root", str(project), "regenerate", "--jobs", "1")

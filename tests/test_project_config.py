@@ -6,6 +6,7 @@ and nothing written; the configuration is an input of every generated file, so c
 check report the files stale.
 """
 
+import re
 import shutil
 import subprocess
 import sys
@@ -90,6 +91,15 @@ BAD_TABLES = [
     ('package = "acme-quant.configs"', "package: 'acme-quant.configs' is not a Python import name"),
     ('specs = "my specs"', "specs: 'my specs' must be importable as a package"),
     ('generated = "spec/out"', "generated: 'spec/out' overlaps specs 'spec'"),
+    # the matrix never lands on an output, an input or a file that is not Markdown (pyproject.toml, .git/config)
+    ('matrix = "generated/x86.md"', "matrix: 'generated/x86.md' is inside generated"),
+    ('matrix = "templates/m.md"', "matrix: 'templates/m.md' is inside templates"),
+    ('matrix = "pyproject.toml"', "matrix: 'pyproject.toml' is not a Markdown file"),
+    ('matrix = ".git/m.md"', "matrix: '.git/m.md' is in a hidden folder"),
+    # a project's packages never share an import name with the tool, what it imports or the standard library
+    ('package = "generator.backends"', "package: 'generator.backends' would share the import name 'generator'"),
+    ('package = "torch.mine"', "package: 'torch.mine' would share the import name 'torch'"),
+    ('specs = "json"', "specs: 'json' would share the import name 'json' with the standard library"),
 ]
 
 
@@ -114,6 +124,23 @@ def test_a_bad_table_is_one_line_exit_2_and_nothing_written(tmp_path, command):
         "the keys are generated, matrix, package, specs, templates\n"
     )
     assert snapshot(folder) == before
+
+
+def test_the_matrix_never_overwrites_a_file_the_generator_did_not_write(tmp_path):
+    folder = acme_project(tmp_path / "repo", ACME.replace('"docs/backends.md"', '"README.md"'))
+    (folder / "README.md").write_text("my precious readme\n")
+    before = snapshot(folder)
+    done = run(folder, "regenerate")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "error: pyproject.toml: [tool.backend-config-generator] matrix: README.md exists and the generator did not "
+        "write it; move that file away or give the matrix another path\n"
+    )
+    after = snapshot(folder)  # the caches of the spec load before the refusal may stay: they change no output
+    assert {k: v for k, v in after.items() if not k.startswith(".cache/")} == before
+    (folder / "README.md").unlink()  # once moved away, the matrix is written there, and rewritten after
+    assert run(folder, "regenerate").returncode == 0
+    assert run(folder, "regenerate", "--force").returncode == 0
 
 
 def test_a_pyproject_that_is_not_toml_is_one_line(tmp_path):
@@ -197,3 +224,36 @@ def test_moving_the_matrix_is_a_missing_matrix_and_no_matrix_is_none(acme_copy):
     assert (done.returncode, done.stdout) == (2, "")
     no_matrix = 'matrix is "": this project keeps no support matrix'
     assert done.stderr == f"error: pyproject.toml: [tool.backend-config-generator] {no_matrix}\n"
+
+
+# ---------------------------------------------------------------- the project's own templates
+
+
+def with_template_override(folder: Path, extra: str) -> Path:
+    """The project overrides the shipped module template with a copy holding `extra` before its dtype configs."""
+    (folder / "templates").mkdir()
+    text = (ROOT / "templates" / "module.py.j2").read_text()
+    marker = text.index("{#", text.index("{%"))  # before the first comment after the first statement
+    (folder / "templates" / "module.py.j2").write_text(text[:marker] + extra + "\n" + text[marker:])
+    return folder
+
+
+def test_a_template_that_does_not_compile_is_one_line_at_its_file_and_line(tmp_path):
+    folder = with_template_override(acme_project(tmp_path / "repo"), "{% for x in %}")
+    done = run(folder, "regenerate")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert re.fullmatch(r"error: templates/module\.py\.j2:\d+: template error: Expected an expression, got "
+                        r"'end of statement block'\n", done.stderr), done.stderr  # fmt: skip
+
+
+def test_a_file_a_template_includes_is_an_input_whatever_its_name(tmp_path):
+    """check is truthful about every file a render loads, not only *.j2 files."""
+    folder = with_template_override(acme_project(tmp_path / "repo"), '{% include "acme_header.txt" %}')
+    (folder / "templates" / "acme_header.txt").write_text("# ACME proprietary v1\n")
+    assert run(folder, "regenerate").returncode == 0
+    assert run(folder, "check").returncode == 0
+    (folder / "templates" / "acme_header.txt").write_text("# ACME proprietary v2\n")
+    done = run(folder, "check")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert run(folder, "regenerate").returncode == 0
+    assert "# ACME proprietary v2" in (folder / "acme_quant" / "backend_configs" / "edge_npu.py").read_text()

@@ -28,7 +28,7 @@ from generator import cli
 from generator.review.equality import compare_backend_configs
 from tests.support import backend_checks as checks
 from tests.support import projects
-from tests.support.builders import discover
+from tests.support.builders import discover, reference_side
 from tests.support.projects import ROOT, commit_all, lay_tutorial_over
 from tests.support.shared_builds import built_once
 
@@ -89,9 +89,10 @@ def test_check_matrix_and_diff_handle_a_backend_without_a_reference(tutorial, ca
         if wanted:  # nothing to compare at all: only the backend left out is named
             assert out == "not compared (no reference builder): my_backend\n"
         else:
-            # "no undeclared differences" where the spec declares some (see "Adding an op")
-            first = re.fullmatch(rf"no (undeclared )?differences in {len(referenced)} backends \(torch -> generated\)",
-                                 out.splitlines()[0])
+            # "no undeclared differences" where the spec declares some (see "Adding an op"); the reference
+            # side is "torch" while every reference is torch's, else a user's one builder or "reference"
+            first = re.fullmatch(rf"no (undeclared )?differences in {len(referenced)} backends? "
+                                 rf"\({re.escape(reference_side(referenced))} -> generated\)", out.splitlines()[0])
             assert first and out.splitlines()[-1] == f"not compared (no reference builder): {unreferenced}", out
 
 

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, replace
+from pathlib import Path
 
+from generator.building import dtype_roles
 from generator.errors import (
     DeclarationWithoutReferenceError,
     EmptyBackendError,
     NameClashError,
     SpecFieldError,
 )
+from generator.loading.locations import at_argument
 from generator.model import (
     Backend,
     DTypeConfig,
@@ -133,7 +136,8 @@ class ExpandedModule:
     functions: tuple[FunctionDef, ...]
 
 
-def expand_module(module: ModuleSpec) -> ExpandedModule:
+def expand_module(module: ModuleSpec, root: Path | None = None) -> ExpandedModule:
+    """The module expanded; `root` (the project's) lets an error point at the argument that is wrong."""
     backends = tuple(expand_backend(backend) for backend in module.backends)
     configs = [c for b in backends for c in b.backend.configs]
     dtype_configs = _named_dtype_configs(configs, module.extra_dtype_configs)
@@ -144,7 +148,9 @@ def expand_module(module: ModuleSpec) -> ExpandedModule:
         dtype_configs=dtype_configs,
         functions=_functions(configs),
     )
-    _check_builder_names(expanded)
+    for config in configs:
+        dtype_roles.check_pattern_config(config, root)
+    _check_builder_names(expanded, root)
     return expanded
 
 
@@ -177,7 +183,7 @@ def check_dtype_config_declarations(modules: list[ExpandedModule]) -> None:
             )
 
 
-def _check_builder_names(module: ExpandedModule) -> None:
+def _check_builder_names(module: ExpandedModule, root: Path | None) -> None:
     """A builder that shares a name with another spec definition silently replaces it in the module.
 
     Names the rendered module imports or the templates define are checked on the
@@ -189,10 +195,13 @@ def _check_builder_names(module: ExpandedModule) -> None:
         defined.update({v.name: f"the {kind} {v.name} (at {v.location})" for v in values})
     for expanded in module.backends:
         backend = expanded.backend
-        for name in filter(None, (backend.builder, backend.dict_builder)):
+        for argument, name in (("builder", backend.builder), ("dict_builder", backend.dict_builder)):
+            if not name:
+                continue
+            where = at_argument(backend.location, argument, root) or backend.location  # the line that writes the name
             if name in defined:
-                raise NameClashError(f"builder name {name!r} is already used by {defined[name]}", backend.location)
-            defined[name] = f"the builder of the backend at {backend.location}"
+                raise NameClashError(f"builder name {name!r} is already used by {defined[name]}", where)
+            defined[name] = f"the builder of the backend at {where}"
 
 
 def expand_backend(backend: Backend) -> ExpandedBackend:

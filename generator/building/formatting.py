@@ -190,7 +190,7 @@ class FormatCache:
     """Formatted pieces of one output file, by the digest of their unformatted text and black's style.
 
     Kept as one entry per output in the cache of the project at `root` (cache.FORMAT), under the key of
-    black's style. A piece is used only when the entry's checksum holds (a truncated or corrupt entry is
+    black's style. A piece is used only when the entry's seal holds (a truncated, corrupt or forged entry is
     not) and when it is the same code as the unformatted text apart from what black changes; any other
     piece is formatted again, so the cache can make a regenerate faster, never different. The entry
     keeps only the pieces of the last build.

@@ -48,8 +48,10 @@ def _path_elsewhere() -> list[str]:
     stays: those reach every folder.
     """
     path = list(sys.path)
+    from_environment = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
     if path and (path[0] == "" or _same_folder(path[0], os.getcwd())):
-        del path[0]
+        if not any(_same_folder(path[0] or os.getcwd(), entry) for entry in from_environment):
+            del path[0]  # the entry `python -m` adds (__main__ drops it; an in-process caller may have it)
     return path
 
 

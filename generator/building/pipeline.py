@@ -32,7 +32,7 @@ def load(root: Path, validate: bool, reuse: bool = False, cache_of: Path | None 
     modules = loader.load_modules(root, reuse=reuse, cache_of=cache_of)
     if validate:
         resolution.validate(modules, root)
-    expanded = [expand_module(m) for m in modules]
+    expanded = [expand_module(m, root) for m in modules]
     check_dtype_config_declarations(expanded)
     naming.check_module_names(root, expanded)
     return expanded
@@ -60,7 +60,7 @@ def load_and_build(
         specs = loader.load_modules(root, reuse=reuse, keep=keep)
         with resolution.Validation(specs, root) as validation:
             try:
-                modules = [expand_module(m) for m in specs]
+                modules = [expand_module(m, root) for m in specs]
                 check_dtype_config_declarations(modules)
                 naming.check_module_names(root, modules)
                 texts = build(root, modules, targets, formatter, built, while_formatting=validation.check_known)

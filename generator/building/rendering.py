@@ -52,7 +52,8 @@ def make_environment(templates: Templates | Path) -> jinja2.Environment:
 @functools.cache
 def _environment(templates: Templates) -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(folder) for folder in templates.folders]),
+        # followlinks: a symlinked folder (templates/functions) holds templates, as project.Templates.every says
+        loader=jinja2.FileSystemLoader([str(folder) for folder in templates.folders], followlinks=True),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -95,7 +96,10 @@ def preload(templates: Templates | Path, cache_root: Path | None = None) -> None
     if cache_root is not None:
         env.bytecode_cache = TemplateBytecodeCache(cache_root)
     for name in env.list_templates(extensions=["j2"]):
-        env.get_template(name)
+        try:
+            env.get_template(name)
+        except jinja2.TemplateError as error:  # a project's own template that does not compile
+            raise _template_error(error, templates) from None
 
 
 def render_module(module: ExpandedModule, templates: Templates | Path) -> str:

@@ -326,9 +326,10 @@ def _facts_from_torch(refs: dict[str, TorchRef]) -> dict[str, dict]:
 
 @contextlib.contextmanager
 def project_on_path(root: Path):
-    """The project root first on sys.path, as for `python -m` run there, while names are imported."""
+    """The project root on sys.path, as for `python -m` run there but after the standard library
+    (user_code.path_with_project), while names are imported."""
     saved = list(sys.path)
-    sys.path.insert(0, str(root))
+    sys.path[:] = user_code.path_with_project(root, saved)
     try:
         yield
     finally:

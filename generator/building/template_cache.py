@@ -4,7 +4,7 @@ Jinja2 turns a template into Python code (parse, generate, compile) on every
 run: a tenth of the CPU of a one-line spec edit. This cache keeps that code in
 the project's cache (cache.TEMPLATES), one entry per template. An entry is used only when
 it was made from the same template text, by the same Jinja2 and Python, with
-the same environment settings (all of which make its key), and when its checksum holds: an edited
+the same environment settings (all of which make its key), and when its seal holds: an edited
 template is compiled again, and a truncated or corrupt entry is ignored and
 replaced. Filters and tests are part of that setup: compiled code
 calls each as it takes arguments, and the compiler folds a filter given constants into its
@@ -73,7 +73,7 @@ class TemplateBytecodeCache(jinja2.BytecodeCache):
             return  # another template text or setup, or a damaged entry: compiled again
         try:
             bucket.code = marshal.loads(code)
-        except Exception:  # noqa: BLE001 - an entry that passes its checksum yet does not load is compiled again
+        except Exception:  # noqa: BLE001 - an entry that passes its seal yet does not load is compiled again
             bucket.reset()
 
     def dump_bytecode(self, bucket: Bucket) -> None:

@@ -86,16 +86,19 @@ def read(root: Path) -> Manifest | None:
         return None
 
 
-def updated(old: Manifest | None, current: dict[str, dict[str, str]], written: dict[str, str]) -> Manifest:
+def updated(
+    old: Manifest | None, current: dict[str, dict[str, str]], written: dict[str, str], orphans=()
+) -> Manifest:
     """The manifest after writing some outputs.
 
     `current` maps every output to its current inputs {name: digest}; `written`
     maps the outputs being (re)written to the digest of their new text. Outputs
-    not written keep their record, with the digests they were made from.
+    not written keep their record, with the digests they were made from, and so do
+    the `orphans` (outputs whose spec file is gone, that this run leaves to a regenerate).
     """
     inputs = {name: digest for made_from in current.values() for name, digest in made_from.items()}
     outputs = {}
-    for output, made_from in current.items():
+    for output, made_from in [*current.items(), *((o, {}) for o in orphans if o not in current)]:
         if output in written:
             outputs[output] = Entry(written[output], tuple(sorted(made_from)))
         elif old is not None and output in old.outputs:
@@ -120,15 +123,19 @@ def pending(manifest: Manifest, replaced: dict[str, str]) -> Manifest:
     return Manifest(manifest.inputs, outputs)
 
 
-def write_outputs(root: Path, targets, texts: dict[str, str], every=None, also=()) -> list[tuple[str, Path]]:
+def write_outputs(
+    root: Path, targets, texts: dict[str, str], every=None, remove=(), forget=()
+) -> list[tuple[str, Path]]:
     """Write the targets' new texts, then the manifest; `every` is all targets (default: `targets`).
 
     The manifest is written twice when a file changes: first with each replaced
     file's old digest (so that a run killed among the outputs leaves files that
     check calls either fresh or stale, never edited by hand), last without.
-    Before any of it, every folder written (and those of the files in `also`, which
-    the caller removes) must take a new file. What happened is returned as
-    ("written" or "unchanged", path relative to `root`) for the caller to print once
+    The files in `remove` (outputs whose spec file is gone) are removed before the last manifest,
+    so that a run killed before it leaves them listed, to be removed by the next run. The files in
+    `forget` are no longer listed (and left alone); other listed files that no target makes stay listed.
+    Before any of it, every folder written or removed from must take a new file. What happened is
+    returned as ("written", "unchanged" or "removed", path relative to `root`) for the caller to print once
     the tree is whole: a full or closed standard output cannot stop the run halfway.
     """
     relative = path_in(root)
@@ -137,17 +144,22 @@ def write_outputs(root: Path, targets, texts: dict[str, str], every=None, also=(
     recorded = read(root)
     new_texts = {t.relative: texts[t.name] for t in targets if t.name in texts}
     current = {t.relative: dict(t.made_from) for t in (every or targets)}
-    final = updated(recorded, current, {o: digests.text_digest(text) for o, text in new_texts.items()})
+    gone = {relative.as_posix(), *(p.relative_to(root).as_posix() for p in (*remove, *forget))}
+    orphans = [o for o in (recorded.outputs if recorded else ()) if o not in gone and (root / o).is_file()]
+    final = updated(recorded, current, {o: digests.text_digest(text) for o, text in new_texts.items()}, orphans)
     replaced = {t.relative: digest_of(t.output) for t in targets if t.relative in new_texts}
     replaced = {o: d for o, d in replaced.items() if d != final.outputs[o].digest}
     manifest_changes = bool(replaced) or digest_of(root / relative) != digests.text_digest(final.text())
-    files.ensure_writable([*(root / o for o in replaced), *[root / relative] * manifest_changes, *also])
+    files.ensure_writable([*(root / o for o in replaced), *[root / relative] * manifest_changes, *remove])
     if replaced:
         files.write_if_changed(root / relative, pending(final, replaced).text())
     report = []
     for target in targets:
         written = target.relative in new_texts and files.write_if_changed(target.output, new_texts[target.relative])
         report.append(("written" if written else "unchanged", target.output.relative_to(root)))
+    for path in remove:
+        files.remove(path)
+        report.append(("removed", path.relative_to(root)))
     if files.write_if_changed(root / relative, final.text()):
         report.append(("written", relative))
     return report

@@ -181,14 +181,23 @@ def _reason_order(reason: str) -> int:
     return 3
 
 
-def orphans(root: Path, targets: list[Target]) -> list[Path]:
-    """Generated modules whose spec file is gone."""
-    expected = {t.output for t in targets}
-    found = []
-    for path in sorted((root / project.config(root).generated).glob("*.py")):
-        if path not in expected and path.read_bytes().startswith(digests.GENERATED_LINE.encode()):
-            found.append(path)
-    return found
+def orphans(root: Path, targets: list[Target], recorded: manifest.Manifest | None) -> list[Path]:
+    """Generated files whose spec file is gone: those the manifest lists that no target makes.
+
+    Only the manifest says what the generator wrote: a file of the user's own in the generated folder
+    (a copy of a generated module, header line and all) is never one, whatever it starts with.
+    """
+    if recorded is None:
+        return []
+    expected = {t.relative for t in targets} | {manifest.path_in(root).as_posix()}
+    return [root / name for name in sorted(recorded.outputs) if name not in expected and (root / name).is_file()]
+
+
+def is_unchanged_output(root: Path, path: Path, recorded: manifest.Manifest | None) -> bool:
+    """Whether a listed output still holds what regenerate wrote there (or what an interrupted run replaced):
+    an orphan edited by hand since is the user's to delete, not the generator's."""
+    entry = recorded.outputs.get(path.relative_to(root).as_posix()) if recorded is not None else None
+    return entry is not None and manifest.digest_of(path) in (entry.digest, entry.previous)
 
 
 def module_name(spec_file: Path) -> str:

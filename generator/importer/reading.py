@@ -107,15 +107,17 @@ def find_builder(target: str, root: Path):
         except Exception as error:  # any failure of user code must become one line
             hint = _close_module(error, module_name, root)
             raise BuilderImportError(f"cannot import {module_name}: {type(error).__name__}: {error}{hint}") from None
-    builder = _attribute(module, function_name)
-    if builder is not None and not callable(builder):
-        raise BuilderImportError(
-            f"{module_name}.{function_name} is a {type(builder).__name__}, not a function; name the function "
-            "that returns the BackendConfig"
-        )
-    if not callable(builder):
-        hint = _close_function(module, function_name)
-        raise BuilderImportError(f"{module_name} has no function {function_name!r}{hint}")
+    with user_code.running(BuilderImportError, f"looking up {function_name} in {module_name}", root):
+        # A module's __getattr__ is user code: it may raise, or exit.
+        builder = _attribute(module, function_name)
+        if builder is not None and not callable(builder):
+            raise BuilderImportError(
+                f"{module_name}.{function_name} is a {type(builder).__name__}, not a function; name the function "
+                "that returns the BackendConfig"
+            )
+        if not callable(builder):
+            hint = _close_function(module, function_name)
+            raise BuilderImportError(f"{module_name} has no function {function_name!r}{hint}")
     return builder, module
 
 

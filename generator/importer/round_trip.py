@@ -42,7 +42,7 @@ def spec_already_builds(root: Path, module: ModuleSpec | None, backend_config) -
     from generator.building.rendering import render_module
 
     try:
-        text = render_module(expand_module(module), project.templates(root))
+        text = render_module(expand_module(module, root), project.templates(root))
     except GeneratorError:
         return False
     return any(

@@ -176,8 +176,8 @@ def spec_source(spec: ImportedSpec) -> str:
 """
     header = (
         f'"""{backend.label}: imported by `python -m generator import`\nfrom {spec.target}.\n\n'
-        "Edit freely: `python -m generator regenerate` writes the generated module, and the\n"
-        f'tests prove it equals {backend.reference}."""\n'
+        "Edit freely: `python -m generator regenerate` writes the generated module, and\n"
+        f'`python -m generator verify` proves it equals {backend.reference}."""\n'
     )
     sections = [
         header,

@@ -27,7 +27,7 @@ def cached(root: Path, name: str, parts: tuple, compile_it: Callable[[], types.C
             if isinstance(code, types.CodeType):
                 return code
         except (ValueError, EOFError, TypeError):
-            pass  # a sound checksum around what does not load: compiled again
+            pass  # a sound seal around what does not load: compiled again
     code = compile_it()
     entries.put(key, marshal.dumps(code), name)
     return code

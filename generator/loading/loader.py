@@ -227,7 +227,8 @@ def _import_spec(root: Path, stem: str):
     except GeneratorError:
         raise
     except SyntaxError as error:
-        location = SourceLocation(user_code.shown(error.filename, root), error.lineno or 1)
+        filename, line = syntax.error_place(error, project.spec_folder(root) / f"{stem}.py")
+        location = SourceLocation(user_code.shown(filename, root), line)
         hint = " (save the file as UTF-8)" if "codec can't decode" in error.msg else ""
         raise SpecSyntaxError(f"invalid Python: {error.msg}{hint}", location) from None
     except Exception as error:

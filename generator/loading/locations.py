@@ -184,12 +184,17 @@ def name_assignments(filename: str) -> tuple[tuple[int, str], ...]:
     )
 
 
-def at_argument(location: SourceLocation | None, argument: str) -> SourceLocation | None:
+def at_argument(location: SourceLocation | None, argument: str, root: Path | None = None) -> SourceLocation | None:
     """The line of `argument=` in the call that starts at `location`: a call spans many lines,
-    and a wrong value is at the line that writes it, not at the line that opens the call."""
-    if location is None or _project_root is None:
+    and a wrong value is at the line that writes it, not at the line that opens the call.
+    `root`: the project's, when no load is running (set_project_root)."""
+    root = root if root is not None else _project_root
+    if location is None or root is None:
         return location
-    value_line = _keyword_lines(str(_project_root / location.file)).get((argument, location.line))
+    try:
+        value_line = _keyword_lines(str(root / location.file)).get((argument, location.line))
+    except (OSError, SyntaxError, ValueError):  # the file changed since its load: the call's line still says it
+        return location
     return location if value_line is None else SourceLocation(location.file, value_line)
 
 

@@ -7,7 +7,7 @@ they read last time. Each successful load is kept in the cache
 (`ModuleSpec.read`, what the manifest records for its output). An entry is used
 only when every one of those files has the same digest now, when it was written
 by this very generator (the digest of every file in generator/) under this
-Python (all three make its key), and when its checksum holds; anything else (an edit, another generator,
+Python (all three make its key), and when its seal holds; anything else (an edit, another generator,
 a truncated or corrupt file, one that holds anything but the model's own
 classes) is ignored, the spec file executed and the entry replaced.
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import importlib.machinery
 import os
 import sys
@@ -202,7 +201,7 @@ class Observer:
             self._busy = True  # reading it here must not be observed again
             try:
                 with open(filename, "rb") as stream:
-                    self.digests[relative] = hashlib.sha256(stream.read()).hexdigest()
+                    self.digests[relative] = digests.bytes_digest(stream.read())
             except FileNotFoundError:
                 self.digests[relative] = digests.ABSENT  # looked for: its appearing changes the output
             except OSError:

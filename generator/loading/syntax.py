@@ -86,3 +86,18 @@ def forget() -> None:
         kept[source] = found
     _indexes.clear()
     _indexes.update(kept)
+
+
+def error_place(error: SyntaxError, path: Path) -> tuple[str, int]:
+    """(file, line) a spec file's SyntaxError is about. Python names neither for a NUL byte in the
+    source ("source code string cannot contain null bytes"): the spec file then, at the NUL's line."""
+    if error.filename is not None:
+        return error.filename, error.lineno or 1
+    line = error.lineno or 1
+    try:
+        source = path.read_bytes()
+        if b"\0" in source:
+            line = source[: source.index(b"\0")].count(b"\n") + 1
+    except OSError:
+        pass
+    return str(path), line

@@ -504,7 +504,7 @@ def spec_locations(
 
             modules = pipeline.load(root, validate=False, reuse=reuse, cache_of=cache_of)
         else:  # what pipeline.load does after loading (without importing Jinja2 and black)
-            modules = [expand_module(m) for m in loaded]
+            modules = [expand_module(m, root) for m in loaded]
             check_dtype_config_declarations(modules)
             naming.check_module_names(root, modules)
     except GeneratorError:

@@ -21,6 +21,7 @@ the custom backends' spec files, data for the tests).
 import os
 import subprocess
 import sys
+import types
 from dataclasses import dataclass
 
 from torch.ao.quantization.backend_config import ObservationType
@@ -102,7 +103,7 @@ def _pattern_differences(got, want, module):
         if isinstance(value, Made):  # a fresh closure or partial: equal by code, arguments and closure
             same = callables.equivalent_functions(actual, value.made)
         else:
-            same = actual == value if isinstance(value, dict | tuple | str) else actual is value
+            same = actual == value if isinstance(value, dict | tuple | str) else _same_object(actual, value)
         if not same:
             yield f"{field}: {actual!r} != {value!r}"
     if len(got.dtype_configs) != len(want.dtype_configs):
@@ -140,6 +141,14 @@ class Made:
     """What a call() or partial() of the spec makes: a new object on every call of the builder."""
 
     made: object
+
+
+def _same_object(actual, expected) -> bool:
+    """`actual is expected`; a bound method (a user's `Block.fuser_method`, a classmethod) is made anew on every
+    read of it, so it is the same when it binds the same function to the same object."""
+    if type(actual) is types.MethodType and type(expected) is types.MethodType:
+        return actual.__func__ is expected.__func__ and actual.__self__ is expected.__self__
+    return actual is expected
 
 
 def _resolved_callable(value, module):

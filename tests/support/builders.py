@@ -12,6 +12,8 @@ exports is some backend's reference.
 import functools
 import importlib
 import importlib.util
+import itertools
+import re
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +54,33 @@ class Builder:
     def ours(self):
         return getattr(self.generated_module(), self.function)
 
+    def declared_keys(self) -> set:
+        """torch's keys of the patterns the spec declares different from the reference: each added, removed or
+        changed pattern, and each pattern that uses a dtype config declared changed."""
+        from generator.review.divergence import torch_key
+
+        keys = set()
+        for declaration in self.declarations:
+            if declaration.of_dtype_config:
+                keys |= {torch_key(key) for key, _index in declaration.uses}
+            else:
+                keys.add(torch_key(declaration.key))
+        return keys
+
+    def reference_as_declared(self):
+        """The reference builder's BackendConfig with the declared differences applied: each declared pattern
+        as the generated builder configures it (added, changed) or gone (removed), every other one torch's.
+        What the generated builder must do in any flow (tests/test_fx_flows.py)."""
+        from torch.ao.quantization.backend_config import BackendConfig
+
+        theirs, declared = self.theirs()(), self.declared_keys()
+        if not declared:
+            return theirs
+        ours, keyed = dict(_keyed(self.ours()())), _keyed(theirs)
+        configs = [ours.get(key) if key in declared else config for key, config in keyed]
+        configs += [config for key, config in ours.items() if key in declared and key not in dict(keyed)]
+        return BackendConfig(theirs.name).set_backend_pattern_configs([c for c in configs if c is not None])
+
     def theirs(self):
         """The reference builder, imported as `python -m generator diff` does (project root on sys.path)."""
         if self.reference is None:
@@ -59,6 +88,12 @@ class Builder:
         module, _, function = self.reference.rpartition(".")
         with resolution.project_on_path(self.root):
             return getattr(importlib.import_module(module), function)
+
+
+def _keyed(config) -> list:
+    from generator.review.identity import pattern_key
+
+    return [(pattern_key(pattern_config), pattern_config) for pattern_config in config.configs]
 
 
 def discover(root: Path = ROOT) -> list[Builder]:
@@ -93,3 +128,34 @@ _LOADED: list[types.ModuleType] = []
 BUILDERS = discover()
 REFERENCED = [b for b in BUILDERS if b.reference]
 GENERATED_MODULES = sorted({b.module for b in BUILDERS})
+
+
+def reference_side(builders: list[Builder]) -> str:
+    """What `diff --against-torch` calls the side it compares with (docs/reviewing.md, "old"): "torch"
+    while every reference builder is torch's, else the one reference builder's path, or "reference"."""
+    references = sorted({b.reference for b in builders if b.reference})
+    if all(reference.startswith("torch.") for reference in references):
+        return "torch"
+    return references[0] if len(references) == 1 else "reference"
+
+
+# Activation modules of torch.nn, any of which a test may add to a spec as an op the project has never used
+# (not Mish: docs/adding-a-backend.md's example adds it, and tests/test_equivalence.py follows the docs).
+NEW_OP_CANDIDATES = ("SiLU", "GELU", "Softsign", "Tanhshrink", "SELU", "CELU", "Softplus", "Hardshrink")
+
+
+@functools.cache
+def unused_nn_op(root: Path = ROOT) -> str:
+    """The name in torch.nn of an activation module no spec file of the project names and no generated module
+    registers (SiLU, unless a backend of the user's own quantizes it), for tests about a torch name new to it."""
+    texts = [path.read_text() for folder in ("spec", "generated") for path in (root / folder).rglob("*.py")]
+    return next(name for name in NEW_OP_CANDIDATES if not any(re.search(rf"\b{name}\b", text) for text in texts))
+
+
+def unused_backend_name(wanted: str, root: Path = ROOT) -> str:
+    """`wanted`, or `wanted_2`, ...: a name no backend of the project has and no spec file holds (its backends
+    may be a user's own: an ACME NPU imported into spec/acme_npu.py), for a test that imports a builder."""
+    taken = {b.id for b in (BUILDERS if root == ROOT else discover(root))}
+    taken |= {path.stem for path in (root / "spec").glob("*.py")}
+    names = itertools.chain([wanted], (f"{wanted}_{n}" for n in itertools.count(2)))
+    return next(name for name in names if name not in taken)

@@ -1,6 +1,7 @@
 """The project copies tests run the generator on: one factory, each variant named for what a test gets.
 
-Every copy holds what regenerate reads and writes, as committed (spec/, templates/, generated/, docs/),
+Every copy holds what regenerate reads and writes, as committed (spec/, templates/, generated/, docs/, and
+every other project file that generated/manifest.json says the outputs were made from: copied_paths),
 and the session's caches (session_caches): its torch-names cache, so that a generator subprocess need
 not import torch (seconds) just to validate names it already knows; its format cache, so that black
 formats only what a test changes (a cache entry can only make a run faster, never different:
@@ -45,8 +46,10 @@ committed modification time back, so Jinja2 compiles a template again after any 
 """
 
 import contextlib
+import functools
 import hashlib
 import io
+import json
 import os
 import shutil
 import stat
@@ -55,22 +58,61 @@ from pathlib import Path
 
 import pytest
 
+import generator
 from generator import cache
 from tests.support import restoring, shared_builds
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 GIT = shutil.which("git") or "git"
-FOLDERS = ("spec", "templates", "generated", "docs")  # what regenerate reads and writes: what a copy copies
+FOLDERS = ("spec", "templates", "generated", "docs")  # the folders regenerate reads and writes
 TUTORIAL = ROOT / "tests" / "custom_backends" / "tutorial"  # the tutorial's backend, laid over a copy
 
 
-# ---------------------------------------------------------------- a fresh copy
+# ---------------------------------------------------------------- what a copy holds
+
+
+def project_folders() -> tuple[str, ...]:
+    """The folders of the project that regenerate reads and writes, relative to its root."""
+    return FOLDERS
+
+
+@functools.cache
+def tracked_files(root: Path = ROOT) -> tuple[str, ...]:
+    """The other files of the project that its generated files were made from, as generated/manifest.json
+    tracks them: a user's own package that a spec imports (its fusers, its reference builder), a helper
+    module beside spec/. Not the generator's own modules (also tracked: they are the tool, not the project)
+    nor what lies in project_folders()."""
+    try:
+        inputs = json.loads((root / "generated" / "manifest.json").read_text())["inputs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ()
+    tool = Path(generator.__file__).resolve().parent
+    files = []
+    for name in inputs:
+        path = root / name
+        if Path(name).parts[0] in project_folders() or not path.is_file():
+            continue  # copied with its folder; or a package recorded by its version (black, jinja2)
+        if path.resolve().is_relative_to(tool):
+            continue
+        files.append(name)
+    return tuple(sorted(files))
+
+
+def copied_paths() -> tuple[str, ...]:
+    """What a copy of the project copies, relative to its root: its folders and the files they were made from."""
+    return project_folders() + tracked_files()
 
 
 def copy_inputs(destination: Path) -> Path:
     """A copy of what regenerate reads and writes, without any cache."""
-    for folder in FOLDERS:
+    for folder in project_folders():
         shutil.copytree(ROOT / folder, destination / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in tracked_files():
+        (destination / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, destination / name)
+    for name in tracked_files():  # the folders' times last, as copytree gives them
+        for parent in Path(name).parents[:-1]:
+            shutil.copystat(ROOT / parent, destination / parent)
     return destination
 
 
@@ -193,7 +235,7 @@ def restored_in_place(factory: pytest.TempPathFactory, name: str, *spec_names: s
     base = reduced(factory, *spec_names) if spec_names else ROOT
     if path.is_dir():
         try:
-            restoring.restore(path, base, FOLDERS)
+            restoring.restore(path, base, copied_paths())
             return with_session_caches(path)  # as a fresh copy gives them
         except OSError:  # what a test left cannot be read or changed: a new copy, as at_one_path makes
             _make_writable(path)

@@ -11,9 +11,9 @@ weighted = [weighted_op_quint8_dtype_config]
 MODULE = Module(
     doc="Broken on purpose.",
     backends=[
-        Backend(  # <- error
+        Backend(
             name='qnnpack_pytorch_2.0_export',
-            builder='weighted_op_quint8_dtype_config',
+            builder='weighted_op_quint8_dtype_config',  # <- error
             doc="Broken on purpose.",
             configs=[
                 config(nn.Conv2d, weighted),

@@ -19,9 +19,9 @@ MODULE = Module(
                 config(nn.Conv2d, weighted),
             ],
         ),
-        Backend(  # <- error
+        Backend(
             name="second",
-            builder='get_qnnpack_pt2e_backend_config',
+            builder='get_qnnpack_pt2e_backend_config',  # <- error
             doc="Broken on purpose.",
             configs=[config(nn.Conv2d, weighted)],
         ),
