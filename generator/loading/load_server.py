@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import sys
 from pathlib import Path
 
@@ -56,10 +55,9 @@ class Server:
     """A load server, started now."""
 
     def __init__(self, fork: bool):
-        import subprocess
-
         environment = dict(os.environ, PYTHONHASHSEED=HASH_SEED)
         flags = ["-O"] * sys.flags.optimize + (["-X", "utf8"] if sys.flags.utf8_mode else [])
+        arguments = [sys.executable, *flags, "-c", _BOOT, _GENERATOR_PARENT, "fork" if fork else "once"]
         try:
             stderr = sys.stderr.fileno()
         except (AttributeError, OSError, ValueError):
@@ -67,23 +65,22 @@ class Server:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
-        self.process = subprocess.Popen(
-            [sys.executable, *flags, "-c", _BOOT, _GENERATOR_PARENT, "fork" if fork else "once", _bytecode_folder()],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            env=environment,
-        )
+        self.process, self.requests, self.answers = _spawn([*arguments, _bytecode_folder()], environment, stderr)
         self.fork = fork
         self.stderr = _identity(2 if stderr is None else stderr)
 
     def ask(self, root: Path, relatives: list[str]) -> list[tuple]:
         """What the server says of each spec file's load, in order; raises Gone if it ended first."""
         request = {"root": str(root), "files": relatives, "environ": dict(os.environ), "path": list(sys.path)}
-        write_frame(self.process.stdin.fileno(), pickle.dumps(request))
+        import pickle  # here: a run with nothing to load (a no-op regenerate) never imports it
+
+        try:
+            write_frame(self.requests, pickle.dumps(request))
+        except OSError:  # BrokenPipeError: it ended (it is no closed output of the command's)
+            raise Gone from None
         outcomes: dict[str, tuple] = {}
         while len(outcomes) < len(relatives):
-            frame = read_frame(self.process.stdout.fileno())
+            frame = read_frame(self.answers)
             if frame is None:
                 raise Gone
             relative, payload = pickle.loads(frame)  # the server's own frame: a name and a child's bytes
@@ -93,17 +90,58 @@ class Server:
     def usable(self) -> bool:
         """Whether this server can serve the command now: as it would be started, running, and printing
         to the command's standard error (one started for another command, a test's, is not)."""
-        return self.fork == FORK and self.process.poll() is None and self.stderr == _stderr()
+        return self.fork == FORK and self.running() and self.stderr == _stderr()
+
+    def running(self) -> bool:
+        process = self.process
+        if isinstance(process, int):
+            try:
+                return os.waitpid(process, os.WNOHANG)[0] == 0
+            except OSError:
+                return False
+        return process is not None and process.poll() is None
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.process.stdin.close()
-        with contextlib.suppress(ProcessLookupError, OSError):
-            self.process.kill()
-        with contextlib.suppress(Exception):
-            self.process.wait()
-        with contextlib.suppress(OSError):
-            self.process.stdout.close()
+        for fd in (self.requests, self.answers):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        process, self.process = self.process, None
+        if isinstance(process, int):
+            import signal
+
+            with contextlib.suppress(OSError):
+                os.kill(process, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.waitpid(process, 0)
+        elif process is not None:
+            with contextlib.suppress(Exception):
+                process.kill()
+                process.wait()
+
+
+def _spawn(arguments: list[str], environment: dict, stderr: int | None) -> tuple:
+    """Start the server: its process id (a Popen where there is no posix_spawn), and the ends of the pipes
+    to its standard input and from its standard output."""
+    to_server, requests = os.pipe()
+    answers, from_server = os.pipe()
+    try:
+        if hasattr(os, "posix_spawn"):  # a vfork: no import of subprocess, no copy of this process
+            actions = [(os.POSIX_SPAWN_DUP2, to_server, 0), (os.POSIX_SPAWN_DUP2, from_server, 1)]
+            if stderr is not None and stderr != 2:
+                actions.append((os.POSIX_SPAWN_DUP2, stderr, 2))
+            process = os.posix_spawn(arguments[0], arguments, environment, file_actions=actions)
+        else:
+            import subprocess
+
+            process = subprocess.Popen(arguments, stdin=to_server, stdout=from_server, stderr=stderr, env=environment)
+    except BaseException:
+        for fd in (requests, answers):
+            os.close(fd)
+        raise
+    finally:
+        os.close(to_server)
+        os.close(from_server)
+    return process, requests, answers
 
 
 def start_early(arguments: list[str]) -> None:
