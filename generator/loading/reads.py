@@ -26,7 +26,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.machinery
+import json
 import os
+import stat
 import sys
 import types
 from pathlib import Path
@@ -45,6 +47,7 @@ _namespace = types.ModuleType.__dict__["__dict__"].__get__
 # Names under which the import system never looks for a module in the project.
 _NEVER_THE_PROJECT_S = frozenset((*sys.builtin_module_names, "__main__"))
 _NOT_CACHED = object()  # no entry in sys.path_importer_cache (whose entries may be None)
+_PACKAGES = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
 
 # Namespaces every load shares: a load may rebind names in them, but not for the next one. The vocabulary's
 # are generator.dsl and the modules its words are made of.
@@ -82,8 +85,12 @@ class Observer:
         prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if "-packages" in p)}
         inside = [str(Path(p).resolve()) + os.sep for p in prefixes if p]
         self._outside = (_GENERATOR_DIR, *(p for p in inside if p.startswith(self._prefix)))
-        self._outputs = tuple(f"{folder}/" for folder in project.config(self.root).output_folders())
+        self._layout = project.config(self.root)
+        self._outputs = tuple(f"{folder}/" for folder in self._layout.output_folders())
+        self._generated: frozenset[str] | None = None  # the generator's own outputs (_written_by_generator)
+        self._installed = _installation(self._prefix)
         self.digests: dict[str, str] = {}
+        self._changed: dict[str, str | None] = {}  # environment variables the load set or unset: their values before
         self._foreign = _foreign_modules.setdefault((self._prefix, self._outside), {})
         self._last_look = _last_looks.setdefault((self._prefix, self._outside), {})
         self._read: set[str] | None = None
@@ -200,15 +207,53 @@ class Observer:
         if relative not in self.digests:
             self._busy = True  # reading it here must not be observed again
             try:
-                with open(filename, "rb") as stream:
-                    self.digests[relative] = digests.bytes_digest(stream.read())
-            except FileNotFoundError:
-                self.digests[relative] = digests.ABSENT  # looked for: its appearing changes the output
+                self.digests[relative] = _file_digest(filename)
             except OSError:
-                return  # a folder: nothing that was read
+                return  # neither a file nor a folder (a device, a pipe), or unreadable: nothing to record
             finally:
                 self._busy = False
         read.add(relative)
+
+    def note_test(self, path) -> None:
+        """Note a path project code tested (os.stat, os.path.exists, Path.is_file, os.access): what it found
+        there (a file's bytes, a folder, nothing) is an input. The root and the folders it is in are not."""
+        try:
+            filename = os.path.abspath(os.fsdecode(path))
+        except (TypeError, ValueError):
+            return
+        relative = self._relative(filename)
+        if relative is None or relative in self._read or self._prefix.startswith(filename.rstrip(os.sep) + os.sep):
+            return
+        if self._asked_by_project_code(by_imports=False):
+            self.note_file(filename, self._read)
+
+    def note_variable(self, name: str | None) -> None:
+        """Note an environment variable project code read (`env:NAME`), or (None) the whole environment,
+        as the command's own environment has it: a value the load set itself is not an input."""
+        key = digests.ENVIRONMENT_INPUT if name is None else digests.ENVIRONMENT + name
+        if key in self._read or name in self._changed or not self._asked_by_project_code():
+            return
+        self._busy = True
+        try:
+            if name is None:
+                environment = dict(os.environ)
+                environment.update(self._changed)
+                before = {n: v for n, v in environment.items() if v is not None}
+                self.digests[key] = digests.environment_digest(before)
+            else:
+                self.digests[key] = digests.variable_digest(os.environ.get(name))
+        finally:
+            self._busy = False
+        self._read.add(key)
+
+    def note_change(self, name: str) -> None:
+        """An environment variable the load sets or unsets: its value before, for the whole environment's digest."""
+        if name not in self._changed:
+            self._busy = True
+            try:
+                self._changed[name] = os.environ.get(name)
+            finally:
+                self._busy = False
 
     def note_listing(self, folder: str, read: set[str]) -> None:
         """Note a project folder a load listed (`spec/`): a file added there or removed is a change."""
@@ -241,21 +286,53 @@ class Observer:
                 return False
             standard = filename.startswith(_STDLIB_DIR) and "-packages" not in filename
             if not (standard or filename.startswith("<frozen ") or filename == here):
-                return self._is_local_file(filename)
+                return self._is_local_file(filename) or self._outside_relative(filename) is not None
             frame = frame.f_back
         return False
 
     def _relative(self, filename) -> str | None:
-        if not isinstance(filename, str) or not filename.startswith(self._prefix):
+        """The input name of an absolute path: relative to the root (`../shared/doc.txt` outside it), None for
+        what is no input (the Python installation, the generator, caches, the generator's outputs)."""
+        if not isinstance(filename, str):
             return None
+        if f"{os.sep}." in filename:
+            filename = os.path.normpath(filename)  # `root/../shared/x.py`, as a relative sys.path entry makes it
+        if not filename.startswith(self._prefix):
+            return self._outside_relative(filename)
         if filename.startswith(self._outside):
             return None
         relative = Path(filename[len(self._prefix) :])
-        if relative.parts[0] in digests.NOT_INPUTS or "__pycache__" in relative.parts:
+        if not relative.parts or relative.parts[0] in digests.NOT_INPUTS or "__pycache__" in relative.parts:
             return None
-        if relative.as_posix().startswith(self._outputs):
-            return None  # the generated folder: the generator's output
-        return relative.as_posix()
+        name = relative.as_posix()
+        if (name.startswith(self._outputs) or name == self._layout.matrix) and name in self._written_by_generator():
+            return None  # what regenerate writes: its own output, never an input
+        return f"./{name}" if name.startswith(digests.ENVIRONMENT) else name
+
+    def _outside_relative(self, filename: str) -> str | None:
+        """A file outside the project (`../shared/doc.txt` in a monorepo), by its path relative to the root (so the
+        record is the same in every clone of the repository); None for the Python installation and the generator."""
+        if not os.path.isabs(filename) or filename.startswith(self._installed) or any(p in filename for p in _PACKAGES):
+            return None
+        return os.path.relpath(filename, self.root).replace(os.sep, "/")
+
+    def _written_by_generator(self) -> frozenset[str]:
+        """The files regenerate writes: those the manifest lists, the manifest, and each spec file's module by
+        its name; a file of the user's own in the generated folder (a helper a spec imports) is an input."""
+        if self._generated is None:
+            layout, busy, self._busy = self._layout, self._busy, True
+            try:
+                names = {layout.manifest, layout.matrix}
+                names.update(layout.output(path.stem) for path in project.spec_files(self.root))
+                try:
+                    with open(self.root / layout.manifest, encoding="utf-8") as stream:
+                        names.update(str(name) for name in json.load(stream)["outputs"])
+                except (OSError, ValueError, KeyError, TypeError):
+                    pass  # no manifest (a first run), or a broken one
+            finally:
+                self._busy = busy
+            self._generated = frozenset(names)
+        return self._generated
 
     def _is_local_file(self, filename: str) -> bool:
         return filename.startswith(self._prefix) and not filename.startswith(self._outside)
@@ -291,6 +368,8 @@ class Observer:
             return
         if event == "exec":
             filename = getattr(args[0], "co_filename", None)
+            if not isinstance(filename, str) or not os.path.isabs(filename):
+                return  # <string>, <frozen ...>: no file
         else:  # open(path, mode, flags)
             path, mode, flags = args
             if isinstance(path, int) or path is None:
@@ -300,8 +379,11 @@ class Observer:
             if mode is None and isinstance(flags, int) and flags & _WRITING:
                 return
             filename = os.path.abspath(os.fsdecode(path))
-        if self._read is not None:
-            self.note_file(filename, self._read)
+        if self._read is None:
+            return
+        if not filename.startswith(self._prefix) and not self._asked_by_project_code():
+            return  # what installed code does outside the project is its own business (and the same every run)
+        self.note_file(filename, self._read)
 
 
 class _ImportSystem:
@@ -489,9 +571,110 @@ def _audit(event: str, args) -> None:
         pass
 
 
+def _file_digest(filename: str) -> str:
+    """What a load found at a path: a file's bytes, a folder, or nothing (ABSENT); OSError for anything else."""
+    try:
+        with open(filename, "rb") as stream:
+            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                raise OSError("not a file")
+            return digests.bytes_digest(stream.read())
+    except FileNotFoundError:
+        return digests.ABSENT  # looked for: its appearing changes the output
+    except IsADirectoryError:
+        return digests.FOLDER
+
+
+def _installation(project_prefix: str) -> tuple[str, ...]:
+    """The folders outside the project whose files are no input: the generator's and the Python installation's
+    (a prefix the project is in, /usr for /usr/src/project, by its Python folders only)."""
+    folders = {_GENERATOR_DIR, _STDLIB_DIR, *(p + os.sep for p in sys.path if "-packages" in p)}
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+        for form in {prefix, os.path.realpath(prefix)}:
+            folder = form.rstrip(os.sep) + os.sep
+            if project_prefix.startswith(folder):
+                folders.update(f"{folder}{name}{os.sep}" for name in ("lib", "lib64", "include", "bin"))
+            else:
+                folders.add(folder)
+    return tuple(sorted(folders))
+
+
+def _tested(real):
+    """os.stat, os.lstat or os.access, noting the path project code tests while a load is observed."""
+
+    def tested(path, *args, **kwargs):
+        observer = _observer
+        if observer is not None and observer._read is not None and not observer._busy:
+            if not isinstance(path, int) and kwargs.get("dir_fd") is None:
+                try:
+                    observer.note_test(path)
+                except Exception:  # noqa: S110 - observing must not fail the user's own call
+                    pass
+        return real(path, *args, **kwargs)
+
+    tested.__name__, tested.__qualname__, tested.__doc__ = real.__name__, real.__name__, real.__doc__
+    return tested
+
+
+def _observed_environment(base: type) -> type:
+    """os.environ's class, noting the variables project code reads (and those a load sets) while a load is observed."""
+
+    def noted(mapping, key) -> None:
+        observer = _observer
+        if observer is not None and observer._read is not None and not observer._busy:
+            try:
+                name = key if key is None else os.fsdecode(key)
+            except (TypeError, ValueError):
+                return
+            try:
+                observer.note_variable(name)
+            except Exception:  # noqa: S110 - observing must not fail the user's own read
+                pass
+
+    def changed(mapping, key) -> None:
+        observer = _observer
+        if observer is not None and observer._read is not None and not observer._busy:
+            with contextlib.suppress(Exception):
+                observer.note_change(os.fsdecode(key))
+
+    class ObservedEnvironment(base):
+        def __getitem__(self, key):
+            noted(self, key)
+            return base.__getitem__(self, key)
+
+        def __iter__(self):
+            noted(self, None)
+            return base.__iter__(self)
+
+        def __len__(self):
+            noted(self, None)
+            return base.__len__(self)
+
+        def __repr__(self):
+            noted(self, None)
+            return base.__repr__(self)
+
+        def __setitem__(self, key, value):
+            changed(self, key)
+            base.__setitem__(self, key, value)
+
+        def __delitem__(self, key):
+            changed(self, key)
+            base.__delitem__(self, key)
+
+    ObservedEnvironment.__name__ = ObservedEnvironment.__qualname__ = base.__name__
+    return ObservedEnvironment
+
+
 def _install_hook() -> None:
-    """Audit hooks cannot be removed: one hook per process, idle unless a load is observed."""
+    """Audit hooks cannot be removed: one hook per process, idle unless a load is observed. What raises no
+    audit event is observed too: tests of a path (os.stat, os.lstat, os.access, which os.path.exists, isfile,
+    isdir and pathlib's tests call) and reads of the environment (os.environ, os.environb, os.getenv). A
+    load's process is its own, so these stay; the import machinery uses its own stat, not os.stat."""
     global _hooked
     if not _hooked:
         sys.addaudithook(_audit)
+        os.stat, os.lstat, os.access = _tested(os.stat), _tested(os.lstat), _tested(os.access)
+        for mapping in (os.environ, getattr(os, "environb", None)):
+            if mapping is not None and type(mapping).__module__ == "os":
+                mapping.__class__ = _observed_environment(type(mapping))
         _hooked = True
