@@ -113,9 +113,9 @@ def build_with_progress(command: str, root: Path, targets, jobs: int, reuse: boo
     manifest; --force and check --full execute every spec file. `keep`: keep the loads made for
     later runs (regenerate, --force included: it fills the caches).
     """
-    from generator.loading import processes
+    from generator.loading import load_server
 
-    processes.prestart(root)  # the spec loads' process starts while the building stages import
+    load_server.prestart()  # the spec loads' server starts while the building stages import
     from generator.building import importability, pipeline
 
     with progress.Progress(command) as shown:

@@ -35,6 +35,7 @@ OUTPUT_SHAPING_MODULES = (
     "loading/loader.py",
     "loading/reads.py",  # which files a load reads
     "loading/processes.py",  # each load's own process: its working folder, hash seed, import path
+    "loading/load_server.py",  # the interpreter loads are forked from: its hash seed, its flags
     "loading/model_cache.py",  # which loads are reused
     "loading/compiled.py",  # compiled spec code reused between runs
     "cache.py",  # which kept entries a run uses

@@ -152,9 +152,9 @@ def test_b12_a_spec_that_signals_itself_is_one_located_line(project):
 
 def test_without_os_fork_each_load_has_an_interpreter_of_its_own(project, monkeypatch):
     """Where the platform has no os.fork, a load server is started for each spec file."""
-    from generator.loading import loader, processes
+    from generator.loading import load_server, loader
 
-    monkeypatch.setattr(processes, "FORK", False)
+    monkeypatch.setattr(load_server, "FORK", False)
     append(project / "spec" / "native.py", 'import generator.spelling as _s\n_s.MODULE_ALIASES["torch.nn"] = "nnx"')
     modules = loader.load_modules(project)
     assert [m.spec_file for m in modules] == ["spec/native.py", "spec/x86.py"]

@@ -12,6 +12,7 @@ import builtins
 import contextlib
 import dataclasses
 import difflib
+import functools
 import gc
 import hashlib
 import importlib
@@ -48,8 +49,6 @@ def spec_context(root: Path):
     package = project.config(root).spec_package
     _forget_spec_package(package)
     locations.set_project_root(root)
-    locations.forget_source_files()
-    spellings.forget()
     sys.path.insert(0, str(root))
     try:
         with _compiled_once(str(root) + "/"):
@@ -80,28 +79,29 @@ def _compiled_once(project_prefix: str):
     def source_to_code(self, data, path, *args, **kwargs):
         if not str(path).startswith(project_prefix) or str(path).startswith(installed):
             return compile_source(self, data, path, *args, **kwargs)
-        key = (str(path), bytes(data))
-        code = _COMPILED.get(key)
-        if code is None:
-            how = repr((_compiler(), args, sorted(kwargs.items())))
-            code = compiled.cached(
-                Path(project_prefix),
-                _code_name(str(path)),
-                (how, os.fsencode(path), key[1]),
-                lambda: compile_source(self, data, path, *args, **kwargs),
-            )
-            if len(data) > _LARGE_SOURCE:
-                heap.release_freed_memory()  # the compiler's syntax tree, before the spec runs and parses again
-            if len(_COMPILED) >= _COMPILED_LIMIT:
-                _COMPILED.clear()
-            _COMPILED[key] = code
-        return code
+        compile_it = functools.partial(compile_source, self, data, path, *args, **kwargs)
+        return _project_code(project_prefix, str(path), data, compile_it, args, kwargs)
 
     loader.source_to_code = source_to_code
     try:
         yield
     finally:
         loader.source_to_code = compile_source
+
+
+def _project_code(project_prefix: str, path: str, data, compile_it, args: tuple, kwargs: dict):
+    """The code of a project file: compiled once per process and source, and kept in the project's cache."""
+    key = (path, bytes(data))
+    code = _COMPILED.get(key)
+    if code is None:
+        how = repr((_compiler(), args, sorted(kwargs.items())))
+        code = compiled.cached(Path(project_prefix), _code_name(path), (how, os.fsencode(path), key[1]), compile_it)
+        if len(data) > _LARGE_SOURCE:
+            heap.release_freed_memory()  # the compiler's syntax tree, before the spec runs and parses again
+        if len(_COMPILED) >= _COMPILED_LIMIT:
+            _COMPILED.clear()
+        _COMPILED[key] = code
+    return code
 
 
 def _compiler() -> str:
@@ -151,6 +151,26 @@ def load_modules(
         for module in made:
             cache.keep(module)
     return modules
+
+
+def prepare(root: Path, relatives: list[str]) -> None:
+    """Ready this process for loads of `relatives` (spec files, relative to `root`), forked from it
+    (generator/loading/processes.py): the spec files are read as they are now, and the spec folder's
+    helper modules (spec/_common.py), which each load may import, are read once here rather than
+    once per load: their syntax trees, number spellings and compiled code. Runs no spec code."""
+    locations.forget_source_files()
+    spellings.forget()
+    loads = {root / relative for relative in relatives}
+    helpers = set(project.spec_folder(root).glob("*.py")) - set(spec_files(root)) - loads
+    for path in sorted(helpers):
+        try:
+            data = path.read_bytes()
+            syntax.index_of(data, path)
+        except (OSError, SyntaxError, ValueError):
+            continue  # its load says what is wrong
+        spellings.prepare(path)
+        compile_it = functools.partial(compile, data, str(path), "exec", dont_inherit=True)  # as importlib does
+        _project_code(str(root) + "/", str(path), data, compile_it, (), {})
 
 
 def load_here(root: Path, path: Path) -> ModuleSpec:
