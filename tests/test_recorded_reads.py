@@ -124,9 +124,10 @@ def x86_text(project: Path) -> str:
 
 
 def assert_recorded(project: Path, change, before: str, after: str, named: str, environment=None, tree=None):
-    """x86's output says `before`; once `change()` changed what its load read, check exits 1 naming `named`,
-    regenerate writes `after`, check passes, and the file is what regenerate --force writes in a fresh copy
-    (of `tree`, the folder the project is in, if the load reads beside it) run in the same `environment`."""
+    """x86's output says `before`; once `change()` changed what its load read, check (and check --full) exits 1
+    naming `named`, the fix it names (regenerate) writes `after`, check passes, and the file is what
+    regenerate --force writes in a fresh copy (of `tree`, the folder the project is in, if the load reads
+    beside it) run in the same `environment`."""
     assert run(project, "regenerate").returncode == 0
     assert before in x86_text(project)
     if change is not None:
@@ -134,6 +135,9 @@ def assert_recorded(project: Path, change, before: str, after: str, named: str, 
     done = run(project, "check", environment=environment)
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"generated/x86.py: stale: {named}" in done.stdout, done.stdout
+    full = run(project, "check", "--full", environment=environment)  # executes the spec: says the same, and the fix
+    assert full.returncode == 1 and f"generated/x86.py: stale: {named}" in full.stdout, full.stdout
+    assert full.stdout.rstrip().endswith("fix: python -m generator regenerate") and "edited by hand" not in full.stdout
     done = run(project, "regenerate", environment=environment)
     assert done.returncode == 0, done.stderr
     assert "written   generated/x86.py" in done.stdout
