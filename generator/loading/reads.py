@@ -290,8 +290,9 @@ class Observer:
             filename = os.path.abspath(os.fsdecode(path))
         if self._read is None:
             return
-        if not filename.startswith(self._prefix) and not self._asked_by_project_code():
-            return  # what installed code does outside the project is its own business (and the same every run)
+        if not filename.startswith(self._prefix):
+            if self._outside_relative(filename) is None or not self._asked_by_project_code():
+                return  # the installation's files, or what installed code does outside the project: its own business
         self.note_file(filename, self._read)
 
 
