@@ -2,6 +2,7 @@
 the load made (the manifest, the model cache and diff --rev trust the record), and the record does not depend
 on the loads that ran before it in the process."""
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,175 @@ def test_what_a_load_is_recorded_to_read_does_not_depend_on_the_loads_before_it(
     assert run(project, "regenerate").returncode == 0  # x86.py's load imports helpers first
     assert recorded_reads("generated/x86.py") == every_load_made
     assert "helpers/docs.py" in every_load_made
+
+
+# ---------------------------------------------------------------- read however it is read (issue 32, A5)
+# Each load runs in a process of its own, which observes what no audit event shows: a path tested, a file
+# outside the project, a helper in the generated folder, an environment variable. Each is an input: check
+# names it once it changed, regenerate writes the new output, and the tree is then what --force writes.
+
+
+def x86_text(project: Path) -> str:
+    return (project / "generated" / "x86.py").read_text()
+
+
+def assert_recorded(project: Path, change, before: str, after: str, named: str, environment=None, tree=None):
+    """x86's output says `before`; once `change()` changed what its load read, check (and check --full) exits 1
+    naming `named`, the fix it names (regenerate) writes `after`, check passes, and the file is what
+    regenerate --force writes in a fresh copy (of `tree`, the folder the project is in, if the load reads
+    beside it) run in the same `environment`."""
+    assert run(project, "regenerate").returncode == 0
+    assert before in x86_text(project)
+    if change is not None:
+        change()
+    done = run(project, "check", environment=environment)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"generated/x86.py: stale: {named}" in done.stdout, done.stdout
+    full = run(project, "check", "--full", environment=environment)  # executes the spec: says the same, and the fix
+    assert full.returncode == 1 and f"generated/x86.py: stale: {named}" in full.stdout, full.stdout
+    assert full.stdout.rstrip().endswith("fix: python -m generator regenerate") and "edited by hand" not in full.stdout
+    done = run(project, "regenerate", environment=environment)
+    assert done.returncode == 0, done.stderr
+    assert "written   generated/x86.py" in done.stdout
+    assert after in x86_text(project)
+    assert run(project, "check", environment=environment).returncode == 0
+    assert run(project, "check", "--full", environment=environment).returncode == 0
+    tree = tree or project
+    copy = Path(shutil.copytree(tree, tree.parent / f"{tree.name}-copy", ignore=shutil.ignore_patterns("__pycache__")))
+    copied = copy / project.relative_to(tree)
+    assert run(copied, "check", environment=environment).returncode == 0  # the record holds in another clone
+    assert run(copied, "regenerate", "--force", environment=environment).returncode == 0
+    assert x86_text(copied) == x86_text(project)
+
+
+_TESTED = """import os as _os
+import pathlib as _pathlib
+
+_FLAG = _os.path.join(_os.path.dirname(__file__), "x86.flag")
+_DOC = "flag on" if {test} else "flag off"
+"""
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "_os.path.exists(_FLAG)",
+        "_os.path.isfile(_FLAG)",
+        "_pathlib.Path(_FLAG).exists()",
+        "_pathlib.Path(_FLAG).is_file()",
+        "_os.access(_FLAG, _os.F_OK)",
+        "_os.path.isdir(_FLAG)",
+    ],
+)
+def test_a_path_a_load_tested_is_an_input_once_it_appears(project_with_only, test):
+    """x86.py says whether spec/x86.flag is there (a file, or a folder for isdir), by a test that opens nothing."""
+    project = project_with_only("x86")
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _TESTED.format(test=test))
+    flag = project / "spec" / "x86.flag"
+
+    def change():
+        flag.mkdir() if "isdir" in test else flag.write_text("")
+
+    assert_recorded(project, change, "flag off", "flag on", "spec/x86.flag changed")
+
+
+_STAT = """import os as _os
+
+_DOC = "%d bytes of data" % _os.stat(_os.path.join(_os.path.dirname(__file__), "x86_data.txt")).st_size
+"""
+
+
+def test_a_file_a_load_stat_ed_is_an_input(project_with_only):
+    """x86.py tells the size of spec/x86_data.txt from os.stat: a longer file is another output."""
+    project = project_with_only("x86")
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _STAT)
+    data = project / "spec" / "x86_data.txt"
+    data.write_text("12345")
+    assert_recorded(project, lambda: data.write_text("1234567"), "5 bytes of data", "7 bytes of data",
+                    "spec/x86_data.txt changed")  # fmt: skip
+
+
+_OUTSIDE = """import os as _os
+
+with open(_os.path.join(_os.path.dirname(__file__), "..", "..", "shared", "doc.txt")) as _file:
+    _DOC = _file.read().strip()
+"""
+
+
+def test_a_file_outside_the_project_is_an_input_by_its_path_from_the_root(tmp_path_factory, tmp_path):
+    """In a monorepo, x86.py reads ../shared/doc.txt: recorded as that, so it holds in every clone."""
+    import json
+
+    from tests.support.projects import fresh_copy
+
+    tree = tmp_path / "monorepo"
+    project = fresh_copy(tree / "project", "x86", factory=tmp_path_factory)
+    (tree / "shared").mkdir()
+    doc = tree / "shared" / "doc.txt"
+    doc.write_text("the shared doc")
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _OUTSIDE)
+
+    def change():
+        doc.write_text("the shared doc, edited")
+
+    assert_recorded(project, change, "the shared doc", "the shared doc, edited", "../shared/doc.txt changed",
+                    tree=tree)  # fmt: skip
+    inputs = json.loads((project / "generated" / "manifest.json").read_text())["outputs"]["generated/x86.py"]["inputs"]
+    assert "../shared/doc.txt" in inputs
+    assert not [name for name in inputs if name.startswith("../") and name != "../shared/doc.txt"], inputs
+
+
+def test_a_helper_of_the_user_s_in_the_generated_folder_is_an_input(project_with_only):
+    """x86.py imports generated/helpers.py, the user's own (the manifest does not list it): an edit to it is an
+    input's, and regenerate leaves it alone; the generated files stay no input."""
+    import json
+
+    project = project_with_only("x86")
+    helper = project / "generated" / "helpers.py"
+    helper.write_text('DOC = "from the helper"\n')
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", "from generated.helpers import DOC as _DOC\n")
+
+    def change():
+        helper.write_text('DOC = "from the edited helper"\n')
+
+    assert_recorded(project, change, "from the helper", "from the edited helper", "generated/helpers.py changed")
+    assert helper.read_text() == 'DOC = "from the edited helper"\n'
+    inputs = json.loads((project / "generated" / "manifest.json").read_text())["outputs"]["generated/x86.py"]["inputs"]
+    generated = [name for name in inputs if name.startswith("generated/")]
+    assert generated == ["generated/__init__.py", "generated/helpers.py"]
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        '_os.environ.get("X86_DOC", "no doc variable")',
+        '_os.getenv("X86_DOC", "no doc variable")',
+        '_os.environ["X86_DOC"] if "X86_DOC" in _os.environ else "no doc variable"',
+    ],
+    ids=["environ_get", "getenv", "in_and_item"],
+)
+def test_an_environment_variable_a_load_read_is_an_input(project_with_only, read):
+    """x86.py reads X86_DOC: set in the environment of the next check, x86.py is stale for it."""
+    project = project_with_only("x86")
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", f"import os as _os\n\n_DOC = {read}\n")
+    assert_recorded(project, None, "no doc variable", "from the environment", "environment variable X86_DOC is set now",
+                    environment={"X86_DOC": "from the environment"})  # fmt: skip
+    changed = run(project, "check", environment={"X86_DOC": "another value"})
+    assert changed.returncode == 1
+    assert "generated/x86.py: stale: environment variable X86_DOC changed" in changed.stdout
+
+
+_EVERY_VARIABLE = """import os as _os
+
+_DOC = " ".join(sorted(name for name in _os.environ if name.startswith("X86_"))) or "no X86 variables"
+"""
+
+
+def test_a_load_that_iterated_the_environment_read_all_of_it(project_with_only):
+    """x86.py names the X86_* variables it finds: a new one (any change to the environment) is an input's change;
+    a variable the load set itself is not."""
+    project = project_with_only("x86")
+    setting = '_os.environ["X86_SET"] = "by the spec"\n'
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _EVERY_VARIABLE.replace("\n\n", f"\n\n{setting}", 1))
+    named = "the environment (a spec load read all of it) changed"
+    assert_recorded(project, None, '"""X86_SET', '"""X86_EXTRA X86_SET', named, environment={"X86_EXTRA": "1"})

@@ -1,6 +1,6 @@
 """Each spec file's load is isolated from the others and from its caller: what one load leaves in sys.modules
 (a module, a stand-in, a removal, an import hook) is gone for the next, and a caller's own modules are set
-aside for each load and given back (generator/loading/reads.py tells the project's modules from the others)."""
+aside for each load and given back (each load runs in a process of its own: generator/loading/processes.py)."""
 
 import gc
 import importlib

@@ -40,7 +40,11 @@ from generator.project import spec_files
 @contextlib.contextmanager
 def spec_context(root: Path):
     """While spec code runs: a fresh `spec` package from this project, the project root first
-    on sys.path, and locations (names, lines) read from the spec files as they are now."""
+    on sys.path, and locations (names, lines) read from the spec files as they are now.
+
+    A load runs in a process of its own (processes.py), where nothing needs undoing; sys.path and the
+    `spec` package are put back after for the callers that run spec code in theirs: the import command's
+    compaction (importer/compaction.py runs spec/_common.py) and tests that watch a load from inside."""
     saved_path = list(sys.path)
     package = project.config(root).spec_package
     _forget_spec_package(package)
@@ -114,9 +118,9 @@ def load_modules(
 ) -> list[ModuleSpec]:
     """Execute every spec file (but `exclude`, one `import` is about to replace) and return their modules.
 
-    Each module records the project files its load read (`ModuleSpec.read`), and
-    each load runs on fresh project modules, so no spec file changes another's
-    output (see generator/loading/reads.py). With `reuse`, a spec file none of whose
+    Each module records the inputs its load read (`ModuleSpec.read`, see generator/loading/reads.py), and
+    each load runs in a process of its own, so no spec file changes another's
+    output (generator/loading/processes.py). With `reuse`, a spec file none of whose
     recorded reads changed is not executed: its last load is taken from the
     model cache (generator/loading/model_cache.py). With `keep`, every load made is kept there.
     `cache_of` is the project whose model cache serves a spec extracted elsewhere (a revision's, for
