@@ -69,6 +69,12 @@ class Server:
         self.fork = fork
         self.stderr = _identity(2 if stderr is None else stderr)
 
+    def tell(self, root: Path) -> None:
+        """Send a request that names no spec file: the project the next ones are of."""
+        import pickle
+
+        write_frame(self.requests, pickle.dumps({"root": str(root), "files": []}))
+
     def ask(self, root: Path, relatives: list[str]) -> list[tuple]:
         """What the server says of each spec file's load, in order; raises Gone if it ended first."""
         request = {"root": str(root), "files": relatives, "environ": dict(os.environ), "path": list(sys.path)}
@@ -158,6 +164,14 @@ def prestart() -> None:
         if _server is not None:
             _server.close()
         _server = Server(FORK)
+
+
+def expect(root: Path) -> None:
+    """Tell the running server (if any) which project the loads to come are of: it reads what they
+    share while the command plans them."""
+    if _server is not None:
+        with contextlib.suppress(Exception):  # a server gone is started again when the loads come
+            _server.tell(root)
 
 
 def take() -> Server:

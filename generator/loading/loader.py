@@ -153,24 +153,32 @@ def load_modules(
     return modules
 
 
-def prepare(root: Path, relatives: list[str]) -> None:
-    """Ready this process for loads of `relatives` (spec files, relative to `root`), forked from it
-    (generator/loading/processes.py): the spec files are read as they are now, and the spec folder's
-    helper modules (spec/_common.py), which each load may import, are read once here rather than
-    once per load: their syntax trees, number spellings and compiled code. Runs no spec code."""
+def prepare(root: Path) -> None:
+    """Ready this process for loads of the project at `root`, forked from it (generator/loading/processes.py):
+    the spec folder's helper modules (spec/_common.py), which each load may import, are read here once
+    rather than once per load (their syntax trees, number spellings and compiled code), and again only
+    when one changed. Runs no spec code."""
+    helpers = {}
+    for path in sorted(set(project.spec_folder(root).glob("*.py")) - set(spec_files(root))):
+        with contextlib.suppress(OSError):
+            helpers[path] = path.read_bytes()
+    global _prepared
+    if _prepared == (root, helpers):
+        return
     locations.forget_source_files()
     spellings.forget()
-    loads = {root / relative for relative in relatives}
-    helpers = set(project.spec_folder(root).glob("*.py")) - set(spec_files(root)) - loads
-    for path in sorted(helpers):
+    for path, data in helpers.items():
         try:
-            data = path.read_bytes()
             syntax.index_of(data, path)
-        except (OSError, SyntaxError, ValueError):
+        except (SyntaxError, ValueError):
             continue  # its load says what is wrong
         spellings.prepare(path)
         compile_it = functools.partial(compile, data, str(path), "exec", dont_inherit=True)  # as importlib does
         _project_code(str(root) + "/", str(path), data, compile_it, (), {})
+    _prepared = (root, helpers)
+
+
+_prepared: tuple | None = None  # what prepare() last read: the project and its helper modules' bytes
 
 
 def load_here(root: Path, path: Path) -> ModuleSpec:

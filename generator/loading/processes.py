@@ -128,10 +128,12 @@ def _serve(result: int, fork: bool, load_here, prepare, base_path: list[str]) ->
             _exit(0)
         request = pickle.loads(frame)  # from the command that started this process
         root, files = request["root"], request["files"]
-        path = [root, *base_path, *(p for p in request["path"] if p and p not in base_path and p != root)]
         with contextlib.suppress(Exception):  # reading files only: a load says what is wrong with one
             project.config(Path(root))
-            prepare(Path(root), files)
+            prepare(Path(root))
+        if not files:
+            continue  # only what the loads to come will share: read while the command plans them
+        path = [root, *base_path, *(p for p in request["path"] if p and p not in base_path and p != root)]
         if not fork:
             outcome = _run_load(load_here, root, files[0], request["environ"], path)
             load_server.write_frame(result, pickle.dumps((files[0], ("sent", outcome))))
