@@ -75,22 +75,35 @@ class Server:
 
         write_frame(self.requests, pickle.dumps({"root": str(root), "files": []}))
 
-    def ask(self, root: Path, relatives: list[str]) -> list[tuple]:
-        """What the server says of each spec file's load, in order; raises Gone if it ended first."""
-        request = {"root": str(root), "files": relatives, "environ": dict(os.environ), "path": list(sys.path)}
+    def send(self, root: Path, relatives: list[str]) -> None:
+        """Ask for the loads of `relatives`; raises Gone if the server ended."""
         import pickle  # here: a run with nothing to load (a no-op regenerate) never imports it
 
+        request = {"root": str(root), "files": relatives, "environ": dict(os.environ), "path": list(sys.path)}
         try:
             write_frame(self.requests, pickle.dumps(request))
         except OSError:  # BrokenPipeError: it ended (it is no closed output of the command's)
             raise Gone from None
-        outcomes: dict[str, tuple] = {}
-        while len(outcomes) < len(relatives):
+
+    def answers_to(self, relatives: list[str]):
+        """(file, what the server says of its load) for each of `relatives`, as each load ends; raises Gone
+        if the server ends first."""
+        import pickle
+
+        left = set(relatives)
+        while left:
             frame = read_frame(self.answers)
             if frame is None:
                 raise Gone
             relative, payload = pickle.loads(frame)  # the server's own frame: a name and a child's bytes
-            outcomes[relative] = payload
+            if relative in left:
+                left.discard(relative)
+                yield relative, payload
+
+    def ask(self, root: Path, relatives: list[str]) -> list[tuple]:
+        """What the server says of each spec file's load, in order; raises Gone if it ended first."""
+        self.send(root, relatives)
+        outcomes = dict(self.answers_to(relatives))
         return [outcomes[relative] for relative in relatives]
 
     def usable(self) -> bool:
@@ -108,6 +121,7 @@ class Server:
         return process is not None and process.poll() is None
 
     def close(self) -> None:
+        _in_use.discard(self)
         for fd in (self.requests, self.answers):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -180,23 +194,30 @@ def take() -> Server:
     global _server
     prestart()
     server, _server = _server, None
+    _in_use.add(server)
     return server
 
 
 def give_back(server: Server) -> None:
     global _server
+    _in_use.discard(server)
     if _server is not None:
         _server.close()
     _server = server
 
 
 def stop() -> None:
-    """End the load server, if one is running: a command's last step. A server still booting would
+    """End the load servers, running or in use: a command's last step. A server still booting would
     otherwise hold the command's standard error open after it exits, and a reader waiting for its end."""
     global _server
-    if _server is not None:
-        _server.close()
-        _server = None
+    for server in [_server, *_in_use]:
+        if server is not None:
+            server.close()
+    _server = None
+    _in_use.clear()
+
+
+_in_use: set[Server] = set()  # taken, not given back yet
 
 
 def _bytecode_folder() -> str:

@@ -126,31 +126,50 @@ def load_modules(
     `cache_of` is the project whose model cache serves a spec extracted elsewhere (a revision's, for
     `diff --rev`): an entry serves a file whose recorded reads are the same under `root`. Nothing is kept then.
     """
-    root = root.resolve()
-    exclude = exclude.resolve() if exclude is not None else None
-    cache = model_cache.ModelCache(root if cache_of is None else cache_of.resolve(), files=root)
-    keep = keep and cache_of is None
-    paths = [path for path in spec_files(root) if path != exclude]
-    locations.forget_source_files()  # later questions about spec lines read the files as they are now
-    spellings.forget()
-    found = {path: cache.lookup(str(path.relative_to(root))) if reuse else None for path in paths}
-    missing = [path for path in paths if found[path] is None]
-    made = processes.load(root, missing)  # each in a process of its own (generator/loading/processes.py)
-    found.update(zip(missing, made))
-    modules = [found[path] for path in paths]
-    generated = project.config(root).generated
-    modules = [m if m.generated == generated else dataclasses.replace(m, generated=generated) for m in modules]
-    # The spec files' syntax trees served the loads (spec lines, dtype config names); any later
-    # question parses again. Freed now, they leave the process and its formatting workers small.
-    syntax.forget()
-    heap.release_freed_memory()
-    _check_unique_outputs(modules)
-    _check_unique_backends(modules)
-    _check_declarations_have_a_reference(modules)
-    if keep:
-        for module in made:
-            cache.keep(module)
-    return modules
+    return start_loads(root, exclude, reuse, keep, cache_of).modules()
+
+
+def start_loads(
+    root: Path, exclude: Path | None = None, reuse: bool = False, keep: bool = False, cache_of: Path | None = None
+) -> Loads:
+    """load_modules, begun: the loads run in their processes while the caller goes on; `.modules()` ends it."""
+    return Loads(root, exclude, reuse, keep, cache_of)
+
+
+class Loads:
+    """The spec loads of a project, under way (see load_modules)."""
+
+    def __init__(self, root: Path, exclude: Path | None, reuse: bool, keep: bool, cache_of: Path | None):
+        self.root = root = root.resolve()
+        exclude = exclude.resolve() if exclude is not None else None
+        self.cache = model_cache.ModelCache(root if cache_of is None else cache_of.resolve(), files=root)
+        self.keep = keep and cache_of is None
+        self.paths = [path for path in spec_files(root) if path != exclude]
+        self.found = {path: self.cache.lookup(str(path.relative_to(root))) if reuse else None for path in self.paths}
+        self.missing = [path for path in self.paths if self.found[path] is None]
+        self.running = processes.start(root, self.missing)  # each in a process of its own
+
+    def modules(self) -> list[ModuleSpec]:
+        """Each spec file's module, in order; the first error, in the order of the files."""
+        root = self.root
+        locations.forget_source_files()  # later questions about spec lines read the files as they are now
+        spellings.forget()
+        made = self.running.modules()
+        self.found.update(zip(self.missing, made))
+        modules = [self.found[path] for path in self.paths]
+        generated = project.config(root).generated
+        modules = [m if m.generated == generated else dataclasses.replace(m, generated=generated) for m in modules]
+        # The spec files' syntax trees served the loads (spec lines, dtype config names); any later
+        # question parses again. Freed now, they leave the process and its formatting workers small.
+        syntax.forget()
+        heap.release_freed_memory()
+        _check_unique_outputs(modules)
+        _check_unique_backends(modules)
+        _check_declarations_have_a_reference(modules)
+        if self.keep:
+            for module in made:
+                self.cache.keep(module)
+        return modules
 
 
 def prepare(root: Path) -> None:

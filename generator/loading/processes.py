@@ -42,24 +42,51 @@ _exit = os._exit  # the real one, whatever spec code does to os._exit
 
 def load(root: Path, paths: list[Path]) -> list[ModuleSpec]:
     """Load each spec file in a process of its own; raise the first error, in the order of `paths`."""
-    relatives = [str(path.relative_to(root)) for path in paths]
-    if not relatives:
-        return []
-    if load_server.FORK:
-        server = load_server.take()
-        try:
-            outcomes = server.ask(root, relatives)
-        except load_server.Gone:
-            server.close()
-            message = f"loading {relatives[0]}: the process that loads spec files ended early"
-            raise SpecExecutionError(message, SourceLocation(relatives[0], 1)) from None
-        except BaseException:
-            server.close()
-            raise
-        load_server.give_back(server)
-    else:
-        outcomes = [_load_once(root, relative) for relative in relatives]
-    return [_result(relative, outcome) for relative, outcome in zip(relatives, outcomes)]
+    return start(root, paths).modules()
+
+
+def start(root: Path, paths: list[Path]) -> Running:
+    """The loads of `paths` begun, each in a process of its own; `.modules()` takes their outcomes."""
+    return Running(root, [str(path.relative_to(root)) for path in paths])
+
+
+class Running:
+    """Loads under way in the load server's children (or, without os.fork, to be run by `modules`)."""
+
+    def __init__(self, root: Path, relatives: list[str]):
+        self.root, self.relatives, self.server = root, relatives, None
+        if relatives and load_server.FORK:
+            self.server = load_server.take()
+            try:
+                self.server.send(root, relatives)
+            except load_server.Gone:
+                self._gone()
+            except BaseException:
+                self.server.close()
+                raise
+
+    def modules(self) -> list[ModuleSpec]:
+        """Each file's module, in order; raise the first error, in the order of the files. What a load
+        printed reaches standard error in that order too, whichever load ended first."""
+        relatives, outcomes = self.relatives, {}
+        if self.server is not None:
+            try:
+                for relative, payload in self.server.answers_to(relatives):
+                    outcomes[relative] = _outcome(relative, payload)  # as each comes: the others still run
+            except load_server.Gone:
+                self._gone()
+            except BaseException:
+                self.server.close()
+                raise
+            load_server.give_back(self.server)
+        else:
+            outcomes = {relative: _outcome(relative, _load_once(self.root, relative)) for relative in relatives}
+        return [_result(outcomes[relative]) for relative in relatives]
+
+    def _gone(self):
+        self.server.close()
+        message = f"loading {self.relatives[0]}: the process that loads spec files ended early"
+        raise SpecExecutionError(message, SourceLocation(self.relatives[0], 1)) from None
 
 
 def _load_once(root: Path, relative: str) -> tuple:
@@ -72,23 +99,22 @@ def _load_once(root: Path, relative: str) -> tuple:
         server.close()
 
 
-def _result(relative: str, outcome: tuple) -> ModuleSpec:
-    """What a child sent (bytes), or what the server saw of it: the module, or the error raised here."""
+def _outcome(relative: str, outcome: tuple) -> tuple:
+    """What a child sent (bytes), or what the server saw of it: ("loaded", module, printed) or
+    ("raised", error, printed), the error made here."""
     if outcome[0] == "died":
         message = f"loading {relative}: {outcome[1]} (spec code must not end its process: raise an Exception instead)"
-        raise SpecExecutionError(message, SourceLocation(relative, 1))
+        return ("raised", SpecExecutionError(message, SourceLocation(relative, 1)), "")
     try:
         kind, *value, printed = plain_values.unpickled(outcome[1])
     except Exception:  # noqa: BLE001 - cut short or forged: no result
         message = f"loading {relative}: its process sent no whole result"
-        raise SpecExecutionError(message, SourceLocation(relative, 1)) from None
-    if isinstance(printed, str) and printed:
-        sys.stderr.write(printed)
-        sys.stderr.flush()
+        return ("raised", SpecExecutionError(message, SourceLocation(relative, 1)), "")
+    printed = printed if isinstance(printed, str) else ""
     if kind == "loaded" and type(value[0]) is ModuleSpec and value[0].spec_file == relative:
-        return value[0]
+        return ("loaded", value[0], printed)
     if kind == "interrupted":
-        raise KeyboardInterrupt
+        return ("raised", KeyboardInterrupt(), printed)
     if kind == "raised":
         name, message, file, line = value
         import generator.errors
@@ -97,8 +123,19 @@ def _result(relative: str, outcome: tuple) -> ModuleSpec:
         if not (isinstance(error_class, type) and issubclass(error_class, GeneratorError)):
             error_class = SpecExecutionError
         where = SourceLocation(file, line) if isinstance(file, str) and type(line) is int else None
-        raise error_class(str(message), where)
-    raise SpecExecutionError(f"loading {relative}: its process sent no whole result", SourceLocation(relative, 1))
+        return ("raised", error_class(str(message), where), printed)
+    error = SpecExecutionError(f"loading {relative}: its process sent no whole result", SourceLocation(relative, 1))
+    return ("raised", error, printed)
+
+
+def _result(outcome: tuple) -> ModuleSpec:
+    kind, value, printed = outcome
+    if printed:
+        sys.stderr.write(printed)
+        sys.stderr.flush()
+    if kind == "raised":
+        raise value
+    return value
 
 
 # ---------------------------------------------------------------------------
