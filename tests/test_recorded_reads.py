@@ -183,6 +183,29 @@ def test_a_path_a_load_tested_is_an_input_once_it_appears(project_with_only, tes
     assert_recorded(project, change, "flag off", "flag on", "spec/x86.flag changed")
 
 
+_TESTED_BY_A_LIBRARY = """import os as _os
+import sys as _sys
+
+_sys.path.insert(0, _os.path.join(_os.path.dirname(__file__), "..", "vendor", "site-packages"))
+import probe_lib as _probe_lib
+
+_FLAG = _os.path.join(_os.path.dirname(__file__), "x86.flag")
+_DOC = "flag on" if _probe_lib.there(_FLAG) else "flag off"
+"""
+
+
+def test_a_path_an_installed_library_tested_for_the_spec_is_an_input(project_with_only):
+    """x86.py asks an installed library (a module in a site-packages folder) whether spec/x86.flag is there:
+    what the library does at the spec's request is the spec's."""
+    project = project_with_only("x86")
+    site = project / "vendor" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "probe_lib.py").write_text("import os\n\n\ndef there(path):\n    return os.path.exists(path)\n")
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _TESTED_BY_A_LIBRARY)
+    flag = project / "spec" / "x86.flag"
+    assert_recorded(project, lambda: flag.write_text(""), "flag off", "flag on", "spec/x86.flag changed")
+
+
 _STAT = """import os as _os
 
 _DOC = "%d bytes of data" % _os.stat(_os.path.join(_os.path.dirname(__file__), "x86_data.txt")).st_size

@@ -206,10 +206,11 @@ class Observer:
 
     def _asked_by_project_code(self, by_imports: bool = True) -> bool:
         """Whether what is under way was asked for by project code: the first frame out from here that is
-        neither this module's nor the standard library's (the import machinery, pathlib, glob) is one.
-        What torch and other installed code do is theirs, and may depend on what this process did
-        before (a module imported once is not imported again). Unless `by_imports`, what the import
-        machinery does is not asked for either: it lists a folder once per process, not once per load."""
+        neither this module's, nor the standard library's (the import machinery, pathlib, glob), nor installed
+        code's (numpy.loadtxt, torch) is one; the generator's own frames ask for themselves. Each load's
+        process starts from the same state, so what installed code does at a spec's request is the spec's.
+        Unless `by_imports`, what the import machinery does is not asked for: it lists a folder once per
+        process, not once per load."""
         frame = sys._getframe(0)
         here = frame.f_code.co_filename
         while frame is not None:
@@ -217,7 +218,10 @@ class Observer:
             if not by_imports and filename.startswith("<frozen importlib"):
                 return False
             standard = filename.startswith(_STDLIB_DIR) and "-packages" not in filename
-            if not (standard or filename.startswith("<frozen ") or filename == here):
+            if filename.startswith(_GENERATOR_DIR):
+                return False  # the generator records what it reads on a spec's behalf itself
+            installed = any(folder in filename for folder in _PACKAGES)
+            if not (standard or installed or filename.startswith("<frozen ") or filename == here):
                 return self._is_local_file(filename) or self._outside_relative(filename) is not None
             frame = frame.f_back
         return False
