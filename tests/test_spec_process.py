@@ -161,3 +161,29 @@ def test_without_os_fork_each_load_has_an_interpreter_of_its_own(project, monkey
     append(project / "spec" / "x86.py", "import os as _o, signal as _s\n_o.kill(_o.getpid(), _s.SIGTERM)")
     with pytest.raises(Exception, match="spec/x86.py:1: .*without a result"):
         loader.load_modules(project)
+
+
+_PIPES = """import os as _os
+def _pipe(fd):
+    try:
+        return "pipe:" in _os.readlink(f"/proc/self/fd/{fd}") and not _os.path.sameopenfile(fd, 2)
+    except OSError:  # the listing's own descriptor, closed by now
+        return False
+_pipes = [fd for fd in map(int, _os.listdir("/proc/self/fd")) if fd > 2 and _pipe(fd)]
+if len(_pipes) != 1:  # its own, to answer through; not the server's answers, nor another load's pipe
+    raise RuntimeError(f"this load holds {len(_pipes)} pipes besides standard error")
+if _os.read(0, 1 << 16) or not _os.path.samefile("/proc/self/fd/0", _os.devnull):
+    raise RuntimeError("standard input is not empty")
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="/proc lists a process's files on Linux only")
+def test_a_spec_can_neither_answer_for_another_nor_take_a_request(project):
+    """A load's process holds one pipe, its own: not the one the server answers the command through,
+    nor another load's, so spec code cannot answer for another spec file; and its standard input is
+    empty, not the server's requests."""
+    append(project / "spec" / "native.py", _PIPES)
+    append(project / "spec" / "x86.py", _PIPES)
+    done = run(project, "regenerate", "--force")
+    assert done.returncode == 0, done.stderr
+    assert run(project, "check", "--full").returncode == 0

@@ -28,7 +28,8 @@ _GENERATOR_PARENT = str(Path(__file__).resolve().parent.parent.parent)
 # would compile from source every time: their bytecode is kept in this user's cache folder instead
 # (sys.pycache_prefix, argv[3]), never beside the source and never for spec code.
 _BOOT = (
-    "import os, sys\n"
+    "import os, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"  # Ctrl-C is the command's and the loads' (processes.py)
     "result = os.dup(1)\n"
     "os.dup2(2, 1)\n"  # what the server and its children print is the command's standard error
     "del sys.path[0]\n"  # -c's working folder: a load's path is the command's, sent with each request
@@ -36,13 +37,17 @@ _BOOT = (
     "kept = sys.dont_write_bytecode, sys.pycache_prefix\n"
     "if sys.argv[3] and sys.dont_write_bytecode:\n"
     "    sys.dont_write_bytecode, sys.pycache_prefix = False, sys.argv[3]\n"
-    "from generator.loading import loader, processes\n"
+    "try:\n"
+    "    from generator.loading import loader, processes\n"
+    "except BaseException:\n"  # no traceback: the command says its loads' process ended early
+    "    os._exit(3)\n"
     "sys.dont_write_bytecode, sys.pycache_prefix = kept\n"
     "sys.path.remove(sys.argv[1])\n"  # a load finds its project's modules (its spec/), never the generator's
     "processes.serve(result, sys.argv[2] == 'fork', loader.load_here, loader.prepare)\n"
 )
 # The commands whose runs load spec files whenever their inputs changed (check only with --full).
 _LOADING_COMMANDS = frozenset(("regenerate", "matrix", "diff", "verify"))
+_GRACE = 2.0  # seconds a server with loads under way has to end them when its requests end
 
 _server: Server | None = None
 
@@ -68,6 +73,7 @@ class Server:
         self.process, self.requests, self.answers = _spawn([*arguments, _bytecode_folder()], environment, stderr)
         self.fork = fork
         self.stderr = _identity(2 if stderr is None else stderr)
+        self.loading = False  # a request is under way: the server has loads' processes to end
 
     def tell(self, root: Path) -> None:
         """Send a request that names no spec file: the project the next ones are of."""
@@ -80,6 +86,7 @@ class Server:
         import pickle  # here: a run with nothing to load (a no-op regenerate) never imports it
 
         request = {"root": str(root), "files": relatives, "environ": dict(os.environ), "path": list(sys.path)}
+        self.loading = True
         try:
             write_frame(self.requests, pickle.dumps(request))
         except OSError:  # BrokenPipeError: it ended (it is no closed output of the command's)
@@ -99,6 +106,7 @@ class Server:
             if relative in left:
                 left.discard(relative)
                 yield relative, payload
+        self.loading = False
 
     def ask(self, root: Path, relatives: list[str]) -> list[tuple]:
         """What the server says of each spec file's load, in order; raises Gone if it ended first."""
@@ -121,11 +129,25 @@ class Server:
         return process is not None and process.poll() is None
 
     def close(self) -> None:
+        """End the server. One with loads under way sees its requests end, ends and collects its loads'
+        processes, and exits (a server killed outright would leave them to whoever adopts them); one that
+        has none, or does not exit at once, is killed."""
         _in_use.discard(self)
         for fd in (self.requests, self.answers):
             with contextlib.suppress(OSError):
                 os.close(fd)
         process, self.process = self.process, None
+        if self.loading and isinstance(process, int):
+            import time
+
+            deadline = time.monotonic() + _GRACE
+            with contextlib.suppress(OSError):
+                while os.waitpid(process, os.WNOHANG)[0] == 0:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.001)
+                else:
+                    return
         if isinstance(process, int):
             import signal
 

@@ -150,7 +150,6 @@ def serve(result: int, fork: bool, load_here, prepare) -> None:
         __import__(name)
     heap.collect_rarely()
     heap.freeze_for_good()  # what the children share stays out of their collections (no copy-on-write)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the loads under way and the command
     base_path = list(sys.path)
     try:
         _serve(result, fork, load_here, prepare, base_path)
@@ -194,6 +193,7 @@ def _fork_loads(load_here, result: int, root: str, files: list[str], environ: di
                 if pid == 0:
                     os.close(read)
                     selector.close()
+                    _only_its_own_pipe(write)
                     me = os.getpid()
                     outcome = _run_load(load_here, root, relative, environ, path)
                     if os.getpid() == me:  # not a process the spec forked, which returned from it too
@@ -222,6 +222,24 @@ def _fork_loads(load_here, result: int, root: str, files: list[str], environ: di
                 else:
                     outcome = ("died", _how_it_ended(pid))
                 load_server.write_frame(result, pickle.dumps((relative, outcome)))
+
+
+def _only_its_own_pipe(write: int) -> None:
+    """In a load's process: close every file but the standard streams and its own pipe (`write`): what the
+    server talks to the command and the other loads through, so that spec code can neither answer for
+    another spec file nor take a request; standard input reads nothing."""
+    os.closerange(3, write)
+    os.closerange(write + 1, _open_limit())
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+
+
+def _open_limit() -> int:
+    try:
+        return min(os.sysconf("SC_OPEN_MAX"), 1 << 20)
+    except (OSError, ValueError):
+        return 1 << 16
 
 
 def _size(path: str) -> int:

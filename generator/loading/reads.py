@@ -218,7 +218,7 @@ class Observer:
             if not by_imports and filename.startswith("<frozen importlib"):
                 return False
             standard = filename.startswith(_STDLIB_DIR) and "-packages" not in filename
-            if filename.startswith(_GENERATOR_DIR):
+            if filename.startswith(_GENERATOR_DIR) and filename != here:
                 return False  # the generator records what it reads on a spec's behalf itself
             installed = any(folder in filename for folder in _PACKAGES)
             if not (standard or installed or filename.startswith("<frozen ") or filename == here):
