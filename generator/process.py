@@ -75,15 +75,7 @@ class Forked:
         outcome = self._receive()
         if outcome is None:
             return self.function(*self.args) if self.when_lost is _CALL_HERE else self.when_lost
-        kind, value, printed = outcome
-        if printed:
-            sys.stderr.write(printed)
-            sys.stderr.flush()
-        if kind == "raised":
-            raise value
-        if kind == "interrupted":
-            raise KeyboardInterrupt
-        return value
+        return delivered(*outcome)
 
     def _receive(self):
         if self.pid is None:
@@ -115,6 +107,19 @@ class Forked:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def delivered(kind: str, value, printed: str):
+    """What a call made in a child process came to, here: what it printed goes to standard error, then
+    what it raised is raised ("raised", "interrupted": KeyboardInterrupt), or what it returned is returned."""
+    if printed:
+        sys.stderr.write(printed)
+        sys.stderr.flush()
+    if kind == "raised":
+        raise value
+    if kind == "interrupted":
+        raise KeyboardInterrupt
+    return value
 
 
 def _run_child(write: int, function: Callable, args: tuple) -> None:

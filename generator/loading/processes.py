@@ -32,7 +32,7 @@ import signal
 import sys
 from pathlib import Path
 
-from generator import heap, project
+from generator import heap, process, project
 from generator.errors import GeneratorError, SpecExecutionError
 from generator.loading import load_server, plain_values
 from generator.model import ModuleSpec, SourceLocation
@@ -129,13 +129,7 @@ def _outcome(relative: str, outcome: tuple) -> tuple:
 
 
 def _result(outcome: tuple) -> ModuleSpec:
-    kind, value, printed = outcome
-    if printed:
-        sys.stderr.write(printed)
-        sys.stderr.flush()
-    if kind == "raised":
-        raise value
-    return value
+    return process.delivered(*outcome)
 
 
 # ---------------------------------------------------------------------------
