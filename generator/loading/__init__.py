@@ -1,6 +1,8 @@
 """Loading: spec files -> the model (`generator.model.ModuleSpec`), and what each load read.
 
-Owns executing spec files, each in a process of its own (`loader`, `processes`),
+Owns executing spec files, each in a process of its own forked from a fresh
+interpreter, the load server (`loader`; `processes`: the loads and the server's side;
+`load_server`: the command's side, standard library only, so a command starts it first),
 recording what a load reads: project files, paths it tests, files outside the
 project, environment variables (`reads`), the spec line a value was written at
 and the name it is assigned to (`locations`), the values spec code hands the vocabulary and their checks
