@@ -187,3 +187,20 @@ def test_a_spec_can_neither_answer_for_another_nor_take_a_request(project):
     done = run(project, "regenerate", "--force")
     assert done.returncode == 0, done.stderr
     assert run(project, "check", "--full").returncode == 0
+
+
+@pytest.mark.parametrize("closed", [0, 2], ids=["stdin", "stderr"])
+def test_loads_work_with_a_standard_stream_closed(project, closed):
+    """A command started with standard input or error closed (a background job, `2>&-`) still loads: the
+    server's pipes never take a standard stream's number."""
+    before = (project / "generated" / "x86.py").read_text()
+    append(project / "spec" / "x86.py", "# an edit: x86 loads again")
+    done = subprocess.run(
+        [sys.executable, "-m", "generator", "--root", str(project), "regenerate"],
+        cwd=project, capture_output=closed != 2, text=True, timeout=300,
+        stdout=subprocess.PIPE if closed == 2 else None,
+        preexec_fn=lambda: os.close(closed),
+    )  # fmt: skip
+    assert done.returncode == 0, done
+    assert (project / "generated" / "x86.py").read_text() == before
+    assert run(project, "check", "--full").returncode == 0

@@ -164,6 +164,11 @@ class Server:
 def _spawn(arguments: list[str], environment: dict, stderr: int | None) -> tuple:
     """Start the server: its process id (a Popen where there is no posix_spawn), and the ends of the pipes
     to its standard input and from its standard output."""
+    for fd in (0, 1, 2):  # a closed standard stream: the pipes must not take its number (cli does this too)
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: this one
     to_server, requests = os.pipe()
     answers, from_server = os.pipe()
     try:
