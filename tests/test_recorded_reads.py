@@ -306,3 +306,92 @@ def test_a_load_that_iterated_the_environment_read_all_of_it(project_with_only):
     doc_prefixed(project / "spec" / "x86.py", "_DOC", _EVERY_VARIABLE.replace("\n\n", f"\n\n{setting}", 1))
     named = "the environment (a spec load read all of it) changed"
     assert_recorded(project, None, '"""X86_SET', '"""X86_EXTRA X86_SET', named, environment={"X86_EXTRA": "1"})
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        'eval(compile("__import__(\'os\').environ.get(\'X86_DOC\', \'no doc variable\')", "<string>", "eval"))',
+        '__import__(_os.name).environ.get(b"X86_DOC", b"no doc variable").decode()',
+        '_os.environ._data.get(b"X86_DOC", b"no doc variable").decode()',
+    ],
+    ids=["through_exec", "posix_environ", "environ_data"],
+)
+def test_a_variable_read_by_a_back_way_is_an_input(project_with_only, read):
+    """Code the spec compiled itself, the raw environment (posix.environ) and os.environ's own dict read the
+    same variables as os.environ: each read is an input."""
+    project = project_with_only("x86")
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", f"import os as _os\n\n_DOC = {read}\n")
+    assert_recorded(project, None, "no doc variable", "from the environment", "environment variable X86_DOC is set now",
+                    environment={"X86_DOC": "from the environment"})  # fmt: skip
+
+
+_BACK_WAYS = {
+    "scandir_stat": '_DOC = "%d bytes" % sum(e.stat().st_size for e in _os.scandir(_DATA))',
+    "listdir_of_a_descriptor": '_DOC = "%d bytes" % len(_os.listdir(_os.open(_DATA, _os.O_RDONLY)))',
+    "open_in_a_folder_descriptor": (
+        '_DOC = "%d bytes" % len(_os.read(_os.open("a.txt", _os.O_RDONLY, dir_fd=_os.open(_DATA, _os.O_RDONLY)), 99))'
+    ),
+    "stat_of_the_system_module": '_DOC = "%d bytes" % __import__(_os.name).stat(_os.path.join(_DATA, "a.txt")).st_size',
+    "sqlite": (
+        '_DOC = "%d bytes" % __import__("sqlite3").connect("file:" + _os.path.join(_DATA, "a.db") + "?mode=ro", '
+        'uri=True).execute("select v from t").fetchone()[0]'
+    ),
+}
+
+
+@pytest.mark.parametrize("way", sorted(_BACK_WAYS))
+def test_a_file_read_by_a_back_way_is_an_input(project_with_only, way):
+    """What a spec reads through a folder scan's entries, a folder descriptor, the system module's own stat or
+    an SQLite database is an input as a plain open() is."""
+    project = project_with_only("x86")
+    data = project / "spec" / "x86_data"
+    data.mkdir()
+    (data / "a.txt").write_text("12345")
+    if way == "sqlite":
+        import sqlite3
+
+        with sqlite3.connect(data / "a.db") as database:
+            database.execute("create table t(v)")
+            database.execute("insert into t values (5)")
+    prelude = f'import os as _os\n\n_DATA = _os.path.join(_os.path.dirname(__file__), "x86_data")\n{_BACK_WAYS[way]}\n'
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", prelude)
+
+    def change():
+        if way == "sqlite":
+            import sqlite3
+
+            with sqlite3.connect(data / "a.db") as database:
+                database.execute("update t set v = 7")
+        elif way == "listdir_of_a_descriptor":
+            (data / "b.txt").write_text("")
+        else:
+            (data / "a.txt").write_text("1234567")
+
+    after = "2 bytes" if way == "listdir_of_a_descriptor" else "7 bytes"
+    named = {"sqlite": "spec/x86_data/a.db changed", "listdir_of_a_descriptor": "spec/x86_data/ changed"}
+    before = "1 bytes" if way == "listdir_of_a_descriptor" else "5 bytes"
+    assert_recorded(project, change, before, after, named.get(way, "spec/x86_data/a.txt changed"))
+
+
+@pytest.mark.parametrize(
+    ("path", "what"),
+    [("generated/native.py", "a file regenerate writes"), (".git/HEAD", "the repository's own state")],
+    ids=["another_spec_s_module", "git"],
+)
+def test_a_spec_that_reads_what_no_load_may_depend_on_is_one_line_at_the_reading_line(project_with_only, path, what):
+    """Another spec's generated module (the output would depend on the last run) and .git (each clone has its
+    own) are no input a load may have: reading one is an error at the spec line that reads it, nothing written."""
+    project = project_with_only("native", "x86")
+    (project / ".git").mkdir(exist_ok=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    opened = f'open(_os.path.join(_os.path.dirname(__file__), "..", "{path}"))'
+    prelude = f"import os as _os\n\n_DOC = str(len({opened}.read()))\n"
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", prelude)
+    before = (project / "generated" / "x86.py").read_text()
+    done = run(project, "regenerate")
+    assert done.returncode == 2, done.stdout + done.stderr
+    line = prelude.splitlines().index(next(x for x in prelude.splitlines() if "open(" in x)) + 1
+    assert done.stderr.splitlines() == [done.stderr.splitlines()[0]]
+    assert done.stderr.startswith(f"error: spec/x86.py:{line}: spec/x86.py reads {path}, {what}"), done.stderr
+    assert (project / "generated" / "x86.py").read_text() == before

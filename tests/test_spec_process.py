@@ -204,3 +204,21 @@ def test_loads_work_with_a_standard_stream_closed(project, closed):
     assert done.returncode == 0, done
     assert (project / "generated" / "x86.py").read_text() == before
     assert run(project, "check", "--full").returncode == 0
+
+
+def test_a_spec_that_signals_its_process_group_ends_no_more_than_the_loads(project):
+    """The load server has a session of its own: a spec's os.killpg(0, SIGTERM) ends the loads, and the
+    command says so in one line (exit 2) instead of being killed with them."""
+    append(project / "spec" / "x86.py", "import os as _o, signal as _s\n_o.killpg(0, _s.SIGTERM)")
+    one_line_error(run(project, "regenerate", "--force"), "the process that loads spec files ended", "spec/x86.py")
+
+
+def test_a_project_under_a_folder_named_like_a_package_folder_records_its_reads(tmp_path_factory, tmp_path):
+    """The folders above a project are no business of its: in /srv/dist-packages/acme its spec files are inputs
+    like any project's, so check passes after regenerate and sees an edit."""
+    project = fresh_copy(tmp_path / "x-dist-packages" / "project", "x86", factory=tmp_path_factory)
+    assert run(project, "regenerate", "--force").returncode == 0
+    assert run(project, "check").returncode == 0
+    append(project / "spec" / "x86.py", "# an edit")
+    done = run(project, "check")
+    assert done.returncode == 1 and "spec/x86.py changed" in done.stdout, done.stdout

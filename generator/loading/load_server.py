@@ -176,11 +176,14 @@ def _spawn(arguments: list[str], environment: dict, stderr: int | None) -> tuple
             actions = [(os.POSIX_SPAWN_DUP2, to_server, 0), (os.POSIX_SPAWN_DUP2, from_server, 1)]
             if stderr is not None and stderr != 2:
                 actions.append((os.POSIX_SPAWN_DUP2, stderr, 2))
-            process = os.posix_spawn(arguments[0], arguments, environment, file_actions=actions)
+            # A session of its own: a spec's os.killpg(0, ...) reaches the server and the loads, not the command.
+            process = os.posix_spawn(arguments[0], arguments, environment, file_actions=actions, setsid=True)
         else:
             import subprocess
 
-            process = subprocess.Popen(arguments, stdin=to_server, stdout=from_server, stderr=stderr, env=environment)
+            process = subprocess.Popen(
+                arguments, stdin=to_server, stdout=from_server, stderr=stderr, env=environment, start_new_session=True
+            )
     except BaseException:
         for fd in (requests, answers):
             os.close(fd)

@@ -216,6 +216,10 @@ def _load_one(root: Path, path: Path, observer: reads.Observer) -> ModuleSpec:
                 module = _module_spec(root, path, relative, namespace)
                 observer.note_file(str(path), read)
             del namespace
+    if observer.off_limits is not None:
+        name, what, where = observer.off_limits
+        location = SourceLocation(*where) if where is not None else SourceLocation(relative, 1)
+        raise SpecExecutionError(f"{relative} reads {name}, {what}: a spec must not read it", location)
     plain_values.require_plain(module)
     return dataclasses.replace(module, read=tuple(sorted((name, observer.digests[name]) for name in read)))
 

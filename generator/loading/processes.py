@@ -60,7 +60,7 @@ class Running:
             try:
                 self.server.send(root, relatives)
             except load_server.Gone:
-                self._gone()
+                self._gone(relatives)
             except BaseException:
                 self.server.close()
                 raise
@@ -74,7 +74,7 @@ class Running:
                 for relative, payload in self.server.answers_to(relatives):
                     outcomes[relative] = _outcome(relative, payload)  # as each comes: the others still run
             except load_server.Gone:
-                self._gone()
+                self._gone([relative for relative in relatives if relative not in outcomes])
             except BaseException:
                 self.server.close()
                 raise
@@ -83,10 +83,14 @@ class Running:
             outcomes = {relative: _outcome(relative, _load_once(self.root, relative)) for relative in relatives}
         return [_result(outcomes[relative]) for relative in relatives]
 
-    def _gone(self):
+    def _gone(self, unanswered: list[str]):
+        """The server ended with these loads under way: one of them ended it (os.kill(os.getppid(), ...))."""
         self.server.close()
-        message = f"loading {self.relatives[0]}: the process that loads spec files ended early"
-        raise SpecExecutionError(message, SourceLocation(self.relatives[0], 1)) from None
+        message = (
+            f"the process that loads spec files ended before {', '.join(unanswered)} had loaded: "
+            "spec code must not end or signal other processes"
+        )
+        raise SpecExecutionError(message, SourceLocation(unanswered[0], 1)) from None
 
 
 def _load_once(root: Path, relative: str) -> tuple:

@@ -43,7 +43,7 @@ _GENERATOR_DIR = str(Path(__file__).resolve().parent.parent) + os.sep
 # The standard library's own code (importlib, pathlib, glob) only carries out what its caller asks.
 _STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
 _LISTING_EVENTS = ("os.listdir", "os.scandir")
-_OBSERVED_EVENTS = frozenset(("exec", "open", *_LISTING_EVENTS))
+_OBSERVED_EVENTS = frozenset(("exec", "open", "sqlite3.connect", *_LISTING_EVENTS))
 _WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 # A module's namespace, read where the import system keeps it: not vars(), which asks the object for its
 # `__dict__` attribute, and a module's class (user code) may make that raise or answer with another dict.
@@ -60,10 +60,12 @@ class Observer:
     def __init__(self, root: Path):
         self.root = root.resolve()
         self._prefix = str(self.root) + os.sep
-        # A virtualenv or installed packages inside the project are not the project's code.
-        prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if "-packages" in p)}
-        inside = [str(Path(p).resolve()) + os.sep for p in prefixes if p]
-        self._outside = (_GENERATOR_DIR, *(p for p in inside if p.startswith(self._prefix)))
+        # A virtualenv or installed packages inside the project are not the project's code (whatever the
+        # folders above the project are called: /srv/dist-packages/acme is a project like another).
+        installs = {str(Path(p).resolve()) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix) if p}
+        packages = {str(Path(p).resolve()) + os.sep for p in sys.path if p and _installed_part(p, self._prefix)}
+        inside = [p for p in installs | packages if p.startswith(self._prefix) and p != self._prefix]
+        self._outside = (_GENERATOR_DIR, *sorted(inside))
         self._layout = project.config(self.root)
         self._outputs = tuple(f"{folder}/" for folder in self._layout.output_folders())
         self._generated: frozenset[str] | None = None  # the generator's own outputs (_written_by_generator)
@@ -72,6 +74,9 @@ class Observer:
         self._changed: dict[str, str | None] = {}  # environment variables the load set or unset: their values before
         self._read: set[str] | None = None
         self._busy = False
+        # The first file the load read that no load may depend on (the generator's outputs, .git, .cache), with
+        # the spec line that read it: the load's error (loader).
+        self.off_limits: tuple[str, str, tuple[str, int] | None] | None = None
 
     @contextlib.contextmanager
     def load(self):
@@ -154,6 +159,8 @@ class Observer:
         except (TypeError, ValueError):
             return
         relative = self._relative(filename)
+        if relative is None:
+            self._note_off_limits(filename)
         if relative is None or relative in self._read or self._prefix.startswith(filename.rstrip(os.sep) + os.sep):
             return
         if self._asked_by_project_code(by_imports=False):
@@ -186,6 +193,22 @@ class Observer:
                 self._changed[name] = os.environ.get(name)
             finally:
                 self._busy = False
+
+    def _note_entries(self, folder: str) -> None:
+        """Note what is in a folder a load scanned (os.scandir, and glob and os.walk through it): each entry
+        answers is_file() and stat() without another look, so each one's bytes (or that it is a folder)
+        are inputs."""
+        if self._relative(folder) is None and folder + os.sep != self._prefix:
+            return
+        self._busy = True
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            return
+        finally:
+            self._busy = False
+        for name in names:
+            self.note_file(os.path.join(folder, name), self._read)
 
     def note_listing(self, folder: str, read: set[str]) -> None:
         """Note a project folder a load listed (`spec/`): a file added there or removed is a change."""
@@ -220,8 +243,9 @@ class Observer:
             standard = filename.startswith(_STDLIB_DIR) and "-packages" not in filename
             if filename.startswith(_GENERATOR_DIR) and filename != here:
                 return False  # the generator records what it reads on a spec's behalf itself
-            installed = any(folder in filename for folder in _PACKAGES)
-            if not (standard or installed or filename.startswith("<frozen ") or filename == here):
+            installed = _installed_part(filename, self._prefix)
+            # "<string>" (exec, compile), "<frozen ...>": no file of its own; whoever ran it asked
+            if not (standard or installed or filename.startswith("<") or filename == here):
                 return self._is_local_file(filename) or self._outside_relative(filename) is not None
             frame = frame.f_back
         return False
@@ -248,7 +272,9 @@ class Observer:
     def _outside_relative(self, filename: str) -> str | None:
         """A file outside the project (`../shared/doc.txt` in a monorepo), by its path relative to the root (so the
         record is the same in every clone of the repository); None for the Python installation and the generator."""
-        if not os.path.isabs(filename) or filename.startswith(self._installed) or any(p in filename for p in _PACKAGES):
+        if not os.path.isabs(filename) or filename.startswith(self._installed):
+            return None
+        if _installed_part(filename, self._prefix):
             return None
         return os.path.relpath(filename, self.root).replace(os.sep, "/")
 
@@ -270,14 +296,52 @@ class Observer:
             self._generated = frozenset(names)
         return self._generated
 
+    def _note_off_limits(self, filename: str) -> None:
+        """Remember a project file project code read that no load may depend on: what regenerate writes (another
+        spec's module, the manifest, the matrix), which would make the output depend on the last run, and the
+        repository's and the generator's own state (.git, .cache), which every clone has its own of."""
+        if self.off_limits is not None or not filename.startswith(self._prefix):
+            return
+        name = Path(filename[len(self._prefix) :]).as_posix()
+        top = name.partition("/")[0]
+        if top in (".git", cache_folder_name()):
+            what = "the repository's own state, which every clone has its own of" if top == ".git" else (
+                "the generator's cache")
+        elif name in self._written_by_generator() and not name.endswith("/__init__.py"):
+            what = "a file regenerate writes, so the output would depend on the last run"
+        else:
+            return
+        if self._asked_by_project_code():
+            self.off_limits = (name, what, self._project_line())
+
+    def _project_line(self) -> tuple[str, int] | None:
+        """The innermost line of the project's own code under way: where it read what it read."""
+        frame = sys._getframe(1)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if self._is_local_file(filename):
+                return Path(filename[len(self._prefix) :]).as_posix(), frame.f_lineno
+            frame = frame.f_back
+        return None
+
     def _is_local_file(self, filename: str) -> bool:
         return filename.startswith(self._prefix) and not filename.startswith(self._outside)
 
     def _saw(self, event: str, args) -> None:
         if event in _LISTING_EVENTS:
             path = args[0] if args[0] is not None else "."
-            if self._read is not None and not isinstance(path, int) and self._asked_by_project_code(by_imports=False):
-                self.note_listing(os.path.abspath(os.fsdecode(path)), self._read)
+            if isinstance(path, int):
+                path = _descriptor_path(path)  # os.listdir(fd): the folder it is open on
+            if self._read is not None and path is not None and self._asked_by_project_code(by_imports=False):
+                folder = os.path.abspath(os.fsdecode(path))
+                self.note_listing(folder, self._read)
+                if event == "os.scandir":  # its entries answer stat() without another look: what is there counts
+                    self._note_entries(folder)
+            return
+        if event == "sqlite3.connect":
+            database = _sqlite_file(args[0] if args else None)
+            if database is not None and self._read is not None:
+                self.note_file(os.path.abspath(database), self._read)
             return
         if event == "exec":
             filename = getattr(args[0], "co_filename", None)
@@ -294,10 +358,45 @@ class Observer:
             filename = os.path.abspath(os.fsdecode(path))
         if self._read is None:
             return
+        if self._relative(filename) is None:
+            self._note_off_limits(filename)
         if not filename.startswith(self._prefix):
             if self._outside_relative(filename) is None or not self._asked_by_project_code():
                 return  # the installation's files, or what installed code does outside the project: its own business
         self.note_file(filename, self._read)
+
+
+def cache_folder_name() -> str:
+    """The top folder of the project that holds the generator's caches (.cache)."""
+    return digests.NOT_INPUTS[1]
+
+
+def _installed_part(filename: str, project_prefix: str) -> bool:
+    """Whether `filename` is in a site-packages or dist-packages folder: only the part below the project counts
+    for a file in the project, since the folders above it are no business of the project's."""
+    if filename.startswith(project_prefix):
+        filename = os.sep + filename[len(project_prefix) :]
+    return any(folder in filename for folder in _PACKAGES)
+
+
+def _descriptor_path(fd: int) -> str | None:
+    """The path an open folder descriptor is open on, where the system says (Linux's /proc)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
+def _sqlite_file(database) -> str | None:
+    """The file an sqlite3.connect() opens (a path, or a `file:` URI), None for an in-memory database."""
+    if isinstance(database, bytes):
+        database = os.fsdecode(database)
+    if not isinstance(database, str) or database in ("", ":memory:"):
+        return None
+    if database.startswith("file:"):
+        database = database[len("file:") :].partition("?")[0]
+        return database or None
+    return database
 
 
 class _SourceOnlyFinder:
@@ -412,7 +511,8 @@ def _file_digest(filename: str) -> str:
 def _installation(project_prefix: str) -> tuple[str, ...]:
     """The folders outside the project whose files are no input: the generator's and the Python installation's
     (a prefix the project is in, /usr for /usr/src/project, by its Python folders only)."""
-    folders = {_GENERATOR_DIR, _STDLIB_DIR, *(p + os.sep for p in sys.path if "-packages" in p)}
+    packages = (p + os.sep for p in sys.path if "-packages" in p and not (p + os.sep).startswith(project_prefix))
+    folders = {_GENERATOR_DIR, _STDLIB_DIR, *packages}
     for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
         for form in {prefix, os.path.realpath(prefix)}:
             folder = form.rstrip(os.sep) + os.sep
@@ -490,6 +590,83 @@ def _observed_environment(base: type) -> type:
     return ObservedEnvironment
 
 
+def _opened(real):
+    """os.open, noting the file a `dir_fd=` open reads by its real path (its audit event names it relative to
+    the folder descriptor, which the event does not carry)."""
+
+    def opened(path, flags, *args, dir_fd=None, **kwargs):
+        observer = _observer
+        if dir_fd is None or observer is None or observer._read is None or observer._busy:
+            return real(path, flags, *args, dir_fd=dir_fd, **kwargs)
+        folder = _descriptor_path(dir_fd)
+        observer._busy = True  # the event's path is relative to the folder: not the file's
+        try:
+            fd = real(path, flags, *args, dir_fd=dir_fd, **kwargs)
+        finally:
+            observer._busy = False
+        if folder is not None and not flags & _WRITING:
+            with contextlib.suppress(Exception):
+                if observer._asked_by_project_code():
+                    observer.note_file(os.path.join(folder, os.fsdecode(path)), observer._read)
+        return fd
+
+    opened.__name__, opened.__qualname__, opened.__doc__ = real.__name__, real.__name__, real.__doc__
+    return opened
+
+
+def _observed_mapping(mapping: dict) -> dict:
+    """A copy of the raw environment (posix.environ, os.environ._data) that notes the variables read from it."""
+
+    def noted(key) -> None:
+        observer = _observer
+        if observer is not None and observer._read is not None and not observer._busy:
+            with contextlib.suppress(Exception):
+                observer.note_variable(None if key is None else os.fsdecode(key))
+
+    class ObservedMapping(dict):
+        def __getitem__(self, key):
+            noted(key)
+            return dict.__getitem__(self, key)
+
+        def get(self, key, default=None):
+            noted(key)
+            return dict.get(self, key, default)
+
+        def __contains__(self, key):
+            noted(key)
+            return dict.__contains__(self, key)
+
+        def __iter__(self):
+            noted(None)
+            return dict.__iter__(self)
+
+        def keys(self):
+            noted(None)
+            return dict.keys(self)
+
+        def items(self):
+            noted(None)
+            return dict.items(self)
+
+        def values(self):
+            noted(None)
+            return dict.values(self)
+
+        def copy(self):
+            noted(None)
+            return dict(dict.items(self))
+
+        def __len__(self):
+            noted(None)
+            return dict.__len__(self)
+
+        def __repr__(self):
+            noted(None)
+            return dict.__repr__(self)
+
+    return ObservedMapping(mapping)
+
+
 def _install_hook() -> None:
     """Audit hooks cannot be removed: one hook per process, idle unless a load is observed. What raises no
     audit event is observed too: tests of a path (os.stat, os.lstat, os.access, which os.path.exists, isfile,
@@ -499,7 +676,15 @@ def _install_hook() -> None:
     if not _hooked:
         sys.addaudithook(_audit)
         os.stat, os.lstat, os.access = _tested(os.stat), _tested(os.lstat), _tested(os.access)
+        os.open = _opened(os.open)
+        system = sys.modules.get(os.name)  # posix (or nt): the same functions, reached without os
+        if system is not None:
+            system.stat, system.lstat, system.access, system.open = os.stat, os.lstat, os.access, os.open
+            if isinstance(getattr(system, "environ", None), dict):
+                system.environ = _observed_mapping(system.environ)
         for mapping in (os.environ, getattr(os, "environb", None)):
             if mapping is not None and type(mapping).__module__ == "os":
                 mapping.__class__ = _observed_environment(type(mapping))
+                if type(getattr(mapping, "_data", None)) is dict:
+                    mapping._data = _observed_mapping(mapping._data)
         _hooked = True
