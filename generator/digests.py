@@ -34,6 +34,7 @@ OUTPUT_SHAPING_MODULES = (
     "model.py",
     "loading/loader.py",
     "loading/reads.py",  # which files a load reads
+    "loading/read_hooks.py",  # what a load's process replaces to see reads that raise no audit event
     "loading/processes.py",  # each load's own process: its working folder, hash seed, import path
     "loading/load_server.py",  # the interpreter loads are forked from: its hash seed, its flags
     "loading/model_cache.py",  # which loads are reused

@@ -38,6 +38,7 @@ import types
 from pathlib import Path
 
 from generator import digests, project
+from generator.loading import read_hooks
 
 _GENERATOR_DIR = str(Path(__file__).resolve().parent.parent) + os.sep
 # The standard library's own code (importlib, pathlib, glob) only carries out what its caller asks.
@@ -50,6 +51,7 @@ _WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 _namespace = types.ModuleType.__dict__["__dict__"].__get__
 _PACKAGES = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
 
+_HOOKS = read_hooks.__file__
 _observer: Observer | None = None
 _hooked = False
 
@@ -151,6 +153,24 @@ class Observer:
                 self._busy = False
         read.add(relative)
 
+    def watching(self) -> bool:
+        """Whether a load is under way and what happens now is its own (not this observer's reading)."""
+        return self._read is not None and not self._busy
+
+    @contextlib.contextmanager
+    def quietly(self):
+        """What happens inside is not observed (the observer notes it itself, afterwards)."""
+        busy, self._busy = self._busy, True
+        try:
+            yield
+        finally:
+            self._busy = busy
+
+    def note_opened_in(self, folder: str, path) -> None:
+        """Note a file project code opened relative to a folder descriptor (`os.open(path, dir_fd=...)`)."""
+        if self._asked_by_project_code():
+            self.note_file(os.path.join(folder, os.fsdecode(path)), self._read)
+
     def note_test(self, path) -> None:
         """Note a path project code tested (os.stat, os.path.exists, Path.is_file, os.access): what it found
         there (a file's bytes, a folder, nothing) is an input. The root and the folders it is in are not."""
@@ -241,6 +261,8 @@ class Observer:
             if not by_imports and filename.startswith("<frozen importlib"):
                 return False
             standard = filename.startswith(_STDLIB_DIR) and "-packages" not in filename
+            if filename == _HOOKS:
+                filename = here  # the replaced os functions observe for this module: they ask nothing
             if filename.startswith(_GENERATOR_DIR) and filename != here:
                 return False  # the generator records what it reads on a spec's behalf itself
             installed = _installed_part(filename, self._prefix)
@@ -331,7 +353,7 @@ class Observer:
         if event in _LISTING_EVENTS:
             path = args[0] if args[0] is not None else "."
             if isinstance(path, int):
-                path = _descriptor_path(path)  # os.listdir(fd): the folder it is open on
+                path = read_hooks.descriptor_path(path)  # os.listdir(fd): the folder it is open on
             if self._read is not None and path is not None and self._asked_by_project_code(by_imports=False):
                 folder = os.path.abspath(os.fsdecode(path))
                 self.note_listing(folder, self._read)
@@ -377,14 +399,6 @@ def _installed_part(filename: str, project_prefix: str) -> bool:
     if filename.startswith(project_prefix):
         filename = os.sep + filename[len(project_prefix) :]
     return any(folder in filename for folder in _PACKAGES)
-
-
-def _descriptor_path(fd: int) -> str | None:
-    """The path an open folder descriptor is open on, where the system says (Linux's /proc)."""
-    try:
-        return os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return None
 
 
 def _sqlite_file(database) -> str | None:
@@ -523,168 +537,11 @@ def _installation(project_prefix: str) -> tuple[str, ...]:
     return tuple(sorted(folders))
 
 
-def _tested(real):
-    """os.stat, os.lstat or os.access, noting the path project code tests while a load is observed."""
-
-    def tested(path, *args, **kwargs):
-        observer = _observer
-        if observer is not None and observer._read is not None and not observer._busy:
-            if not isinstance(path, int) and kwargs.get("dir_fd") is None:
-                try:
-                    observer.note_test(path)
-                except Exception:  # noqa: S110 - observing must not fail the user's own call
-                    pass
-        return real(path, *args, **kwargs)
-
-    tested.__name__, tested.__qualname__, tested.__doc__ = real.__name__, real.__name__, real.__doc__
-    return tested
-
-
-def _observed_environment(base: type) -> type:
-    """os.environ's class, noting the variables project code reads (and those a load sets) while a load is observed."""
-
-    def noted(mapping, key) -> None:
-        observer = _observer
-        if observer is not None and observer._read is not None and not observer._busy:
-            try:
-                name = key if key is None else os.fsdecode(key)
-            except (TypeError, ValueError):
-                return
-            try:
-                observer.note_variable(name)
-            except Exception:  # noqa: S110 - observing must not fail the user's own read
-                pass
-
-    def changed(mapping, key) -> None:
-        observer = _observer
-        if observer is not None and observer._read is not None and not observer._busy:
-            with contextlib.suppress(Exception):
-                observer.note_change(os.fsdecode(key))
-
-    class ObservedEnvironment(base):
-        def __getitem__(self, key):
-            noted(self, key)
-            return base.__getitem__(self, key)
-
-        def __iter__(self):
-            noted(self, None)
-            return base.__iter__(self)
-
-        def __len__(self):
-            noted(self, None)
-            return base.__len__(self)
-
-        def __repr__(self):
-            noted(self, None)
-            return base.__repr__(self)
-
-        def __setitem__(self, key, value):
-            changed(self, key)
-            base.__setitem__(self, key, value)
-
-        def __delitem__(self, key):
-            changed(self, key)
-            base.__delitem__(self, key)
-
-    ObservedEnvironment.__name__ = ObservedEnvironment.__qualname__ = base.__name__
-    return ObservedEnvironment
-
-
-def _opened(real):
-    """os.open, noting the file a `dir_fd=` open reads by its real path (its audit event names it relative to
-    the folder descriptor, which the event does not carry)."""
-
-    def opened(path, flags, *args, dir_fd=None, **kwargs):
-        observer = _observer
-        if dir_fd is None or observer is None or observer._read is None or observer._busy:
-            return real(path, flags, *args, dir_fd=dir_fd, **kwargs)
-        folder = _descriptor_path(dir_fd)
-        observer._busy = True  # the event's path is relative to the folder: not the file's
-        try:
-            fd = real(path, flags, *args, dir_fd=dir_fd, **kwargs)
-        finally:
-            observer._busy = False
-        if folder is not None and not flags & _WRITING:
-            with contextlib.suppress(Exception):
-                if observer._asked_by_project_code():
-                    observer.note_file(os.path.join(folder, os.fsdecode(path)), observer._read)
-        return fd
-
-    opened.__name__, opened.__qualname__, opened.__doc__ = real.__name__, real.__name__, real.__doc__
-    return opened
-
-
-def _observed_mapping(mapping: dict) -> dict:
-    """A copy of the raw environment (posix.environ, os.environ._data) that notes the variables read from it."""
-
-    def noted(key) -> None:
-        observer = _observer
-        if observer is not None and observer._read is not None and not observer._busy:
-            with contextlib.suppress(Exception):
-                observer.note_variable(None if key is None else os.fsdecode(key))
-
-    class ObservedMapping(dict):
-        def __getitem__(self, key):
-            noted(key)
-            return dict.__getitem__(self, key)
-
-        def get(self, key, default=None):
-            noted(key)
-            return dict.get(self, key, default)
-
-        def __contains__(self, key):
-            noted(key)
-            return dict.__contains__(self, key)
-
-        def __iter__(self):
-            noted(None)
-            return dict.__iter__(self)
-
-        def keys(self):
-            noted(None)
-            return dict.keys(self)
-
-        def items(self):
-            noted(None)
-            return dict.items(self)
-
-        def values(self):
-            noted(None)
-            return dict.values(self)
-
-        def copy(self):
-            noted(None)
-            return dict(dict.items(self))
-
-        def __len__(self):
-            noted(None)
-            return dict.__len__(self)
-
-        def __repr__(self):
-            noted(None)
-            return dict.__repr__(self)
-
-    return ObservedMapping(mapping)
-
-
 def _install_hook() -> None:
     """Audit hooks cannot be removed: one hook per process, idle unless a load is observed. What raises no
-    audit event is observed too: tests of a path (os.stat, os.lstat, os.access, which os.path.exists, isfile,
-    isdir and pathlib's tests call) and reads of the environment (os.environ, os.environb, os.getenv). A
-    load's process is its own, so these stay; the import machinery uses its own stat, not os.stat."""
+    audit event is observed too (generator/loading/read_hooks.py). A load's process is its own, so these stay."""
     global _hooked
     if not _hooked:
         sys.addaudithook(_audit)
-        os.stat, os.lstat, os.access = _tested(os.stat), _tested(os.lstat), _tested(os.access)
-        os.open = _opened(os.open)
-        system = sys.modules.get(os.name)  # posix (or nt): the same functions, reached without os
-        if system is not None:
-            system.stat, system.lstat, system.access, system.open = os.stat, os.lstat, os.access, os.open
-            if isinstance(getattr(system, "environ", None), dict):
-                system.environ = _observed_mapping(system.environ)
-        for mapping in (os.environ, getattr(os, "environb", None)):
-            if mapping is not None and type(mapping).__module__ == "os":
-                mapping.__class__ = _observed_environment(type(mapping))
-                if type(getattr(mapping, "_data", None)) is dict:
-                    mapping._data = _observed_mapping(mapping._data)
+        read_hooks.install(lambda: _observer)
         _hooked = True
