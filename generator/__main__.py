@@ -18,7 +18,10 @@ def _without_the_current_folder() -> None:
 _without_the_current_folder()
 
 try:
-    from generator.loading import load_server  # the standard library's modules only
+    from generator import user_cache  # the standard library's modules only, as load_server's
+
+    user_cache.keep_own_bytecode()  # where PYTHONDONTWRITEBYTECODE leaves no .pyc: before the other imports
+    from generator.loading import load_server
 
     load_server.start_early(sys.argv[1:])  # the spec loads' server boots while this process imports the rest
     from generator import heap

@@ -24,9 +24,6 @@ HASH_SEED = "0"
 FORK = hasattr(os, "fork")  # a test may set it False: a server per spec file, as without os.fork
 _LENGTH = 8
 _GENERATOR_PARENT = str(Path(__file__).resolve().parent.parent.parent)
-# Where PYTHONDONTWRITEBYTECODE leaves no .pyc, the server's own imports (the generator's loading code)
-# would compile from source every time: their bytecode is kept in this user's cache folder instead
-# (sys.pycache_prefix, argv[3]), never beside the source and never for spec code.
 _BOOT = (
     "import os, signal, sys\n"
     "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"  # Ctrl-C is the command's and the loads' (processes.py)
@@ -34,14 +31,12 @@ _BOOT = (
     "os.dup2(2, 1)\n"  # what the server and its children print is the command's standard error
     "del sys.path[0]\n"  # -c's working folder: a load's path is the command's, sent with each request
     "sys.path.append(sys.argv[1])\n"
-    "kept = sys.dont_write_bytecode, sys.pycache_prefix\n"
-    "if sys.argv[3] and sys.dont_write_bytecode:\n"
-    "    sys.dont_write_bytecode, sys.pycache_prefix = False, sys.argv[3]\n"
     "try:\n"
+    "    from generator import user_cache\n"
+    "    user_cache.keep_own_bytecode()\n"  # where PYTHONDONTWRITEBYTECODE leaves no .pyc
     "    from generator.loading import loader, processes\n"
     "except BaseException:\n"  # no traceback: the command says its loads' process ended early
     "    os._exit(3)\n"
-    "sys.dont_write_bytecode, sys.pycache_prefix = kept\n"
     "sys.path.remove(sys.argv[1])\n"  # a load finds its project's modules (its spec/), never the generator's
     "processes.serve(result, sys.argv[2] == 'fork', loader.load_here, loader.prepare)\n"
 )
@@ -70,7 +65,7 @@ class Server:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
-        self.process, self.requests, self.answers = _spawn([*arguments, _bytecode_folder()], environment, stderr)
+        self.process, self.requests, self.answers = _spawn(arguments, environment, stderr)
         self.fork = fork
         self.stderr = _identity(2 if stderr is None else stderr)
         self.loading = False  # a request is under way: the server has loads' processes to end
@@ -248,15 +243,6 @@ def stop() -> None:
 
 
 _in_use: set[Server] = set()  # taken, not given back yet
-
-
-def _bytecode_folder() -> str:
-    if not sys.dont_write_bytecode:
-        return ""  # the generator's own __pycache__, as for the command
-    from generator import cache
-
-    secret = cache.secret_file()
-    return "" if secret is None else str(secret.parent / "bytecode")
 
 
 def _stderr():
