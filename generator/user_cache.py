@@ -57,7 +57,8 @@ def keep_own_bytecode() -> None:
             pass
         code = compile_source(self, data, path)
         try:
-            os.makedirs(kept_in, exist_ok=True)
+            os.makedirs(base, mode=0o700, exist_ok=True)  # the user's alone, as the secret needs it (cache.py)
+            os.makedirs(kept_in, mode=0o700, exist_ok=True)
             temporary = f"{entry}.{os.getpid()}.tmp"
             with open(temporary, "wb") as stream:
                 stream.write(marshal.dumps(code))
