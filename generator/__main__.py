@@ -18,12 +18,24 @@ def _without_the_current_folder() -> None:
 _without_the_current_folder()
 
 try:
+    from generator import user_cache  # the standard library's modules only, as load_server's
+
+    user_cache.keep_own_bytecode()  # where PYTHONDONTWRITEBYTECODE leaves no .pyc: before the other imports
+    from generator.loading import load_server
+
+    load_server.start_early(sys.argv[1:])  # the spec loads' server boots while this process imports the rest
     from generator import heap
 
     heap.collect_rarely()  # before the imports, which allocate most of a run's objects
     from generator.cli import main
 except KeyboardInterrupt:  # Ctrl-C while the generator starts: one line, as once it runs
+    if "load_server" in globals():
+        load_server.stop()
     sys.stderr.write("error: interrupted; every file is its old or its new version\n")
     sys.exit(130)
 
-sys.exit(main())
+try:
+    code = main()
+finally:
+    load_server.stop()
+sys.exit(code)

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from generator import files
+from generator import files, user_cache
 
 FOLDER = Path(".cache") / "generator"  # in a project: the only place its name is spelt
 
@@ -64,7 +64,6 @@ _KEY_SIZE = _SEAL_SIZE = 32
 _HEAD = _KEY_SIZE + _SEAL_SIZE
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 _SECRET_SIZE = 32
-_APPLICATION = "backend-config-generator"
 _UNREAD = object()
 _secret: object = _UNREAD  # this process's secret, read once (a forked child inherits it)
 
@@ -90,18 +89,10 @@ def key(kind: str, *parts: bytes | str) -> bytes:
 
 
 def secret_file() -> Path | None:
-    """Where this user's cache secret is kept: `$XDG_CACHE_HOME/backend-config-generator/key` (when
-    XDG_CACHE_HOME is an absolute path), else `~/.cache/...` (`%LOCALAPPDATA%` on Windows); None when the
-    user has no home folder."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):
-        base = os.environ.get("LOCALAPPDATA", "") if os.name == "nt" else ""
-    if not os.path.isabs(base):
-        home = os.path.expanduser("~")
-        if not os.path.isabs(home):
-            return None
-        base = os.path.join(home, ".cache")
-    return Path(base) / _APPLICATION / "key"
+    """Where this user's cache secret is kept: in this user's cache folder (generator/user_cache.py), None
+    when the user has no home folder."""
+    base = user_cache.folder()
+    return None if base is None else Path(base) / "key"
 
 
 def secret() -> bytes | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from generator import commands, errors, project
 from generator.freshness import planning
+from generator.loading import load_server
 
 CLOSED_OUTPUT = 141  # 128 + SIGPIPE, what `yes | head -1` reports for `yes`
 INTERRUPTED_MESSAGE = "interrupted; every file is its old or its new version"
@@ -328,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
             args.root = args.root.resolve() if args.root is not None else find_root(Path.cwd())
             require_project(args.root, args.command)
         forget_the_subfolder_on_path(args.root)
+        load_server.expect(args.root)  # a load server started early reads what loads share meanwhile
         code = args.handler(args, console)
         console.out.flush()  # a closed stdout fails here, not at interpreter exit
         return code

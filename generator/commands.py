@@ -113,12 +113,15 @@ def build_with_progress(command: str, root: Path, targets, jobs: int, reuse: boo
     manifest; --force and check --full execute every spec file. `keep`: keep the loads made for
     later runs (regenerate, --force included: it fills the caches).
     """
-    from generator.building import importability, pipeline
+    from generator.loading import loader
 
     with progress.Progress(command) as shown:
         shown.step(f"loading spec/ to build {len(targets)} file(s)")
+        loads = loader.start_loads(root, reuse=reuse, keep=keep)  # they run while the building stages import
+        from generator.building import importability, pipeline
+
         built = shown.counter("built", len(targets))
-        modules, texts = pipeline.load_and_build(root, targets, jobs, built=built, reuse=reuse, keep=keep)
+        modules, texts = pipeline.load_and_build(root, targets, jobs, loads, built=built)
     importability.require_importable_anywhere(modules)  # before anything is written
     return modules, texts
 

@@ -33,7 +33,10 @@ OUTPUT_SHAPING_MODULES = (
     "loading/locations.py",  # which assignment names a dtype config; the spec lines errors point at
     "model.py",
     "loading/loader.py",
-    "loading/reads.py",  # which files a load reads, and each load's isolation
+    "loading/reads.py",  # which files a load reads
+    "loading/read_hooks.py",  # what a load's process replaces to see reads that raise no audit event
+    "loading/processes.py",  # each load's own process: its working folder, hash seed, import path
+    "loading/load_server.py",  # the interpreter loads are forked from: its hash seed, its flags
     "loading/model_cache.py",  # which loads are reused
     "loading/compiled.py",  # compiled spec code reused between runs
     "cache.py",  # which kept entries a run uses
@@ -142,15 +145,43 @@ ABSENT = "absent"
 NOT_INPUTS = (".git", cache.FOLDER.parts[0], "__pycache__")
 
 
+# The digest of a path a spec load tested (os.path.isdir, Path.exists) that is a folder: its being one is what
+# the load saw (what it lists is another input, its listing).
+FOLDER = "folder"
+# Inputs that are environment variables: `env:NAME`, and ENVIRONMENT_INPUT for the whole environment (a load
+# that iterated os.environ or copied it). Project files are never named so (loading/reads.py names a file
+# `env:...` in the project's top folder `./env:...`).
+ENVIRONMENT = "env:"
+ENVIRONMENT_INPUT = "env:*"
+
+
 def input_digest(root: Path, name: str) -> str:
-    """The digest of a project input a spec load read: a file's bytes, or (a name ending in "/", such as
-    `spec/`) the names a folder lists; ABSENT if there is none."""
+    """The digest of an input a spec load read: a file's bytes (a path relative to the root, `../shared/doc.txt`
+    outside it), FOLDER for a folder, (a name ending in "/", such as `spec/`) the names a folder lists, or an
+    environment variable's value (`env:NAME`) in this process's environment; ABSENT if there is none."""
+    if name.startswith(ENVIRONMENT):
+        if name == ENVIRONMENT_INPUT:
+            return environment_digest(os.environ)
+        return variable_digest(os.environ.get(name[len(ENVIRONMENT) :]))
     try:
         if name.endswith("/"):
             return _listing_digest(root, name)
         return _file_digest(root / name)
+    except IsADirectoryError:
+        return FOLDER
     except OSError:
         return ABSENT
+
+
+def variable_digest(value: str | None) -> str:
+    """The digest of an environment variable's value, ABSENT when it is not set."""
+    return ABSENT if value is None else hashlib.sha256(b"env\0" + os.fsencode(value)).hexdigest()
+
+
+def environment_digest(environment) -> str:
+    """The digest of a whole environment, {name: value}."""
+    pairs = sorted((os.fsencode(name), os.fsencode(value)) for name, value in environment.items())
+    return hashlib.sha256(b"".join(name + b"=" + value + b"\0" for name, value in pairs)).hexdigest()
 
 
 def _listing_digest(root: Path, name: str) -> str:

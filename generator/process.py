@@ -10,7 +10,9 @@ happens in the child (an exception that is not a GeneratorError, a bug, a result
 that does not pickle, the child killed) sends nothing, and `result()` then calls
 the function here: its exception, a bug's traceback included, comes from this
 process, as it did before. With `fork=False`, or without os.fork (Windows), the
-call is made here too.
+call is made here too. A call that runs user code which must never run here (a
+spec's op groups, under import) gives `when_lost` instead: what `result()` returns
+then, in place of calling it here.
 
 Ctrl-C reaches the child too (a terminal sends it to the whole job), which then
 sends back only that it was interrupted, and `result()` raises KeyboardInterrupt
@@ -40,11 +42,14 @@ from generator.errors import GeneratorError
 _exit = os._exit  # user code run in the child may replace os._exit (user_code refuses it); this one ends it
 
 
+_CALL_HERE = object()
+
+
 class Forked:
     """A call of `function(*args)` under way in a child process (or due here); use it as a context manager."""
 
-    def __init__(self, function: Callable, *args, fork: bool = True):
-        self.function, self.args = function, args
+    def __init__(self, function: Callable, *args, fork: bool = True, when_lost=_CALL_HERE):
+        self.function, self.args, self.when_lost = function, args, when_lost
         self.pid: int | None = None
         self.pipe: int | None = None
         if not (fork and hasattr(os, "fork")):
@@ -69,16 +74,8 @@ class Forked:
         """What the function returned; what it raised, raised here."""
         outcome = self._receive()
         if outcome is None:
-            return self.function(*self.args)
-        kind, value, printed = outcome
-        if printed:
-            sys.stderr.write(printed)
-            sys.stderr.flush()
-        if kind == "raised":
-            raise value
-        if kind == "interrupted":
-            raise KeyboardInterrupt
-        return value
+            return self.function(*self.args) if self.when_lost is _CALL_HERE else self.when_lost
+        return delivered(*outcome)
 
     def _receive(self):
         if self.pid is None:
@@ -110,6 +107,19 @@ class Forked:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def delivered(kind: str, value, printed: str):
+    """What a call made in a child process came to, here: what it printed goes to standard error, then
+    what it raised is raised ("raised", "interrupted": KeyboardInterrupt), or what it returned is returned."""
+    if printed:
+        sys.stderr.write(printed)
+        sys.stderr.flush()
+    if kind == "raised":
+        raise value
+    if kind == "interrupted":
+        raise KeyboardInterrupt
+    return value
 
 
 def _run_child(write: int, function: Callable, args: tuple) -> None:

@@ -536,6 +536,15 @@ def compiled(monkeypatch) -> list[str]:
     return names
 
 
+def loads_here(project):
+    """Every spec file's load, one after another in this process, as each load's own process runs it
+    (loader.load_here): what it compiles is seen here."""
+    from generator.loading import loader
+    from generator.project import spec_files
+
+    return [loader.load_here(project, path) for path in spec_files(project)]
+
+
 def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_again(project_with_only, compiled):
     """Each spec file's load runs on fresh modules, so spec/_common.py runs once per spec file: it is
     compiled once per content (loader._compiled_once), and an edit is what runs next time."""
@@ -544,7 +553,7 @@ def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_aga
 
     loader._COMPILED.clear()
     compiled.clear()  # what making the project's copy compiled
-    first = loader.load_modules(project)
+    first = loads_here(project)
     spec_files = [p.name for p in (project / "spec").glob("*.py") if not p.name.startswith("_")]
     assert sorted(compiled) == sorted(["__init__.py", "_common.py", *spec_files])
     assert len([m for m in first if m.spec_file != "spec/_common.py"]) == len(spec_files)
@@ -552,7 +561,7 @@ def test_project_source_is_compiled_once_per_content_and_an_edit_is_compiled_aga
     common = project / "spec" / "_common.py"
     common.write_text(common.read_text().replace("DEFAULT_OPS = [\n", "DEFAULT_OPS = [\n    nn.BatchNorm1d,\n", 1))
     compiled.clear()
-    again = loader.load_modules(project)
+    again = loads_here(project)
     assert compiled == ["_common.py"]  # the edited file alone, once
     alone = "TorchRef(path='torch.nn.BatchNorm1d'"
 
@@ -573,7 +582,7 @@ def test_project_source_is_kept_compiled_on_disk_and_an_edit_or_a_corrupt_entry_
     def load_in_a_new_process():
         loader._COMPILED.clear()  # what a new process starts with
         compiled.clear()
-        return repr(loader.load_modules(project))
+        return repr(loads_here(project))
 
     first = load_in_a_new_process()
     entries = [entry for entry in cache_entries(project, cache.CODE) if entry.name.startswith("project-")]

@@ -24,6 +24,7 @@ TOP_LEVEL = {
     "project": "base", "process": "base", "heap": "base", "progress": "base", "user_code": "base",
     "starting": "base",  # init's start of a project: plain files, written once
     "cache": "base",
+    "user_cache": "base",
     "dsl": "loading",  # the spec vocabulary: spec files import it as generator.dsl
     "commands": "commands",
     "cli": "cli", "__main__": "cli",

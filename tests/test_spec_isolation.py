@@ -1,6 +1,6 @@
 """Each spec file's load is isolated from the others and from its caller: what one load leaves in sys.modules
 (a module, a stand-in, a removal, an import hook) is gone for the next, and a caller's own modules are set
-aside for each load and given back (generator/loading/reads.py tells the project's modules from the others)."""
+aside for each load and given back (each load runs in a process of its own: generator/loading/processes.py)."""
 
 import gc
 import importlib
@@ -8,6 +8,7 @@ import sys
 import threading
 import types
 import weakref
+from pathlib import Path
 
 import pytest
 
@@ -346,10 +347,17 @@ def test_a_spec_that_rebinds_sys_modules_leaves_the_next_load_fresh_modules(proj
         assert "loads seen: 1. " in (project / "generated" / f"{name}.py").read_text()
 
 
-_HALF_RUN = "import acme_sync\n\nacme_sync.started.set()\nacme_sync.go.wait(30)\nraise RuntimeError('fails half-run')\n"
+_HALF_RUN = (
+    "import os, time\n\nimport acme_sync\n\nacme_sync.started.set()\n"
+    "while not os.path.exists(acme_sync.go):\n    time.sleep(0.01)\nraise RuntimeError('fails half-run')\n"
+)
 
 
-_SPEC_WAITS = "import acme_sync as _sync\n\n_sync.go.set()\n_sync.failed.wait(30)\n_SYNC_DOC = ''\n"
+# The load runs in a process of its own: it hears from the caller's thread through files.
+_SPEC_WAITS = (
+    "import os as _os, time as _time\n\nopen({go!r}, 'w').close()\n"
+    "for _ in range(3000):\n    if _os.path.exists({failed!r}):\n        break\n    _time.sleep(0.01)\n_SYNC_DOC = ''\n"
+)
 
 
 def test_a_module_another_thread_fails_to_import_during_a_load_is_not_put_back(tmp_path, monkeypatch):
@@ -361,16 +369,18 @@ def test_a_module_another_thread_fails_to_import_during_a_load_is_not_put_back(t
     (outside / "acme_half_run.py").write_text(_HALF_RUN)
     monkeypatch.syspath_prepend(str(outside))
     sync = types.ModuleType("acme_sync")
-    sync.started, sync.go, sync.failed = threading.Event(), threading.Event(), threading.Event()
+    sync.started, sync.failed = threading.Event(), threading.Event()
+    sync.go, failed = str(outside / "go"), outside / "failed"
     monkeypatch.setitem(sys.modules, "acme_sync", sync)
     project = inputs_only(tmp_path / "project", "qnnpack_pt2e")
-    doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "_SYNC_DOC", _SPEC_WAITS)
+    doc_prefixed(project / "spec" / "qnnpack_pt2e.py", "_SYNC_DOC", _SPEC_WAITS.format(go=sync.go, failed=str(failed)))
 
     def import_half_run():
         try:
             importlib.import_module("acme_half_run")
         except RuntimeError:
             sync.failed.set()
+            failed.touch()
 
     importer = threading.Thread(target=import_half_run)
     importer.start()
@@ -381,6 +391,6 @@ def test_a_module_another_thread_fails_to_import_during_a_load_is_not_put_back(t
         assert sync.failed.is_set()
         assert "acme_half_run" not in sys.modules
     finally:
-        sync.go.set()
+        Path(sync.go).touch()
         importer.join(30)
         sys.modules.pop("acme_half_run", None)

@@ -189,7 +189,7 @@ def _check_builder_names(module: ExpandedModule, root: Path | None) -> None:
     Names the rendered module imports or the templates define are checked on the
     rendered text itself (generator/building/naming.py), so no list here can drift from them.
     """
-    defined: dict[str, str] = {}
+    defined: dict[str, object] = {}
     for kind, values in (("dtype config", module.dtype_configs), ("DTypeWithConstraints", module.constraints),
                          ("function", module.functions)):  # fmt: skip
         defined.update({v.name: f"the {kind} {v.name} (at {v.location})" for v in values})
@@ -198,10 +198,18 @@ def _check_builder_names(module: ExpandedModule, root: Path | None) -> None:
         for argument, name in (("builder", backend.builder), ("dict_builder", backend.dict_builder)):
             if not name:
                 continue
-            where = at_argument(backend.location, argument, root) or backend.location  # the line that writes the name
             if name in defined:
-                raise NameClashError(f"builder name {name!r} is already used by {defined[name]}", where)
-            defined[name] = f"the builder of the backend at {where}"
+                earlier = defined[name]
+                if not isinstance(earlier, str):
+                    earlier = f"the builder of the backend at {_where(*earlier, root)}"
+                where = _where(backend.location, argument, root)
+                raise NameClashError(f"builder name {name!r} is already used by {earlier}", where)
+            defined[name] = (backend.location, argument)
+
+
+def _where(location, argument: str, root: Path | None):
+    """The line that writes `argument=` of the call at `location` (a parse of the spec file: only for an error)."""
+    return at_argument(location, argument, root) or location
 
 
 def expand_backend(backend: Backend) -> ExpandedBackend:

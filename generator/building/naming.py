@@ -117,18 +117,17 @@ def check_spec_names(root: Path, module: ExpandedModule, text: str) -> None:
     """Refuse a spec-given name that the rendered module `text` binds more than once, or a dunder."""
     bindings = module_bindings(text)
     lines = text.splitlines()
-    with _locating(root):
-        names = _spec_names(module)
-    for name, (kind, location) in names.items():
+    for name, (kind, place) in _spec_names(module).items():
         if _is_dunder(name):
             raise NameClashError(
-                f"{kind} name {name!r} is a dunder name, which Python reserves for itself; rename it", location
+                f"{kind} name {name!r} is a dunder name, which Python reserves for itself; rename it",
+                _location(root, place),
             )
         if name in _BUILTINS:
             raise NameClashError(
                 f"{kind} name {name!r} would hide Python's built-in {name}, which generated code may use "
                 "(fuser methods call type()); rename it",
-                location,
+                _location(root, place),
             )
         found = bindings.get(name, [])
         if len(found) > 1:
@@ -136,8 +135,17 @@ def check_spec_names(root: Path, module: ExpandedModule, text: str) -> None:
             raise NameClashError(
                 f"{kind} name {name!r} is a name that {module.spec.output} already {verb} (its line {line}), "
                 "so one would replace the other; rename it",
-                location,
+                _location(root, place),
             )
+
+
+def _location(root: Path, place) -> SourceLocation | None:
+    """Where a name is given: found only for an error, since it parses the spec file, big when the backend is."""
+    if not isinstance(place, tuple):
+        return place
+    location, argument = place
+    with _locating(root):
+        return at_argument(location, argument) or location
 
 
 @contextlib.contextmanager
@@ -150,9 +158,10 @@ def _locating(root: Path):
         set_project_root(None)
 
 
-def _spec_names(module: ExpandedModule) -> dict[str, tuple[str, SourceLocation | None]]:
-    """Each module-level name the spec chooses: what it is, and where the spec gives it."""
-    names: dict[str, tuple[str, SourceLocation | None]] = {}
+def _spec_names(module: ExpandedModule) -> dict[str, tuple[str, object]]:
+    """Each module-level name the spec chooses: what it is, and where the spec gives it (a location, or the
+    location of a call and the argument of it that gives the name)."""
+    names: dict[str, tuple[str, object]] = {}
     for kind, values in (("DTypeWithConstraints", module.constraints), ("dtype config", module.dtype_configs),
                          ("function", module.functions)):  # fmt: skip
         for value in values:
@@ -162,7 +171,7 @@ def _spec_names(module: ExpandedModule) -> dict[str, tuple[str, SourceLocation |
         for argument in ("builder", "dict_builder"):
             name = getattr(backend, argument)
             if name:
-                names.setdefault(name, (argument, at_argument(backend.location, argument) or backend.location))
+                names.setdefault(name, (argument, (backend.location, argument)))
     return names
 
 

@@ -42,9 +42,8 @@ def load_and_build(
     root: Path,
     targets: list[Target],
     jobs: int,
+    loads: loader.Loads,
     built: Callable[[str], None] | None = None,
-    reuse: bool = False,
-    keep: bool = False,
 ) -> tuple[list[ExpandedModule], dict[str, str]]:
     """Load the spec, validating its torch names, and build the given targets (`built` hears of each).
 
@@ -53,11 +52,10 @@ def load_and_build(
     black go on meanwhile; names already known are checked while black runs. Its
     errors still come first: a wrong torch name is reported rather than anything
     it caused in expansion or rendering, and before anything is written.
-    `reuse` takes unchanged spec files' loads from the model cache, `keep` keeps those made there
-    (loader.load_modules).
+    `loads` are the spec's loads, begun (loader.start_loads).
     """
     with Formatter(jobs, root) as formatter:
-        specs = loader.load_modules(root, reuse=reuse, keep=keep)
+        specs = loads.modules()
         with resolution.Validation(specs, root) as validation:
             try:
                 modules = [expand_module(m, root) for m in specs]

@@ -163,6 +163,8 @@ def changed_inputs(before: dict[str, str | None], now: dict[str, str]) -> tuple[
             reasons.append(f"{name} {before.get(name) or '(none)'} -> {now.get(name) or '(none)'}")
         elif name.startswith("generator/"):
             continue
+        elif name.startswith(digests.ENVIRONMENT):
+            reasons.append(_environment_reason(name, before.get(name), now.get(name)))
         elif name not in before or before[name] is None:
             reasons.append(f"{name} is new to it")
         elif name not in now:
@@ -172,6 +174,23 @@ def changed_inputs(before: dict[str, str | None], now: dict[str, str]) -> tuple[
     if code:
         reasons.append(f"the generator's code changed ({', '.join(code)})")
     return tuple(sorted(reasons, key=_reason_order))
+
+
+def _environment_reason(name: str, before: str | None, now: str | None) -> str:
+    """An environment variable a spec load read (`env:NAME`), or the whole environment, that changed."""
+    if name == digests.ENVIRONMENT_INPUT:
+        what = "the environment (a spec load read all of it)"
+    else:
+        what = f"environment variable {name[len(digests.ENVIRONMENT) :]}"
+    if before is None:
+        return f"{what} is new to it"
+    if now is None:
+        return f"{what} no longer feeds it"
+    if before == digests.ABSENT:
+        return f"{what} is set now"
+    if now == digests.ABSENT:
+        return f"{what} is no longer set"
+    return f"{what} changed"
 
 
 def _reason_order(reason: str) -> int:

@@ -16,7 +16,7 @@ import importlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from generator import dsl, model, project, user_code
+from generator import dsl, model, process, project, user_code
 from generator.importer import op_lists
 from generator.importer.dtype_names import shared_lists
 from generator.importer.reading import ImportedSpec
@@ -70,7 +70,15 @@ class GroupCall:
 
 
 def compact(spec: ImportedSpec, root: Path) -> ImportedSpec:
-    """`spec` with runs of patterns replaced by group calls, and only the names those still use."""
+    """`spec` with runs of patterns replaced by group calls, and only the names those still use.
+
+    The op groups are spec code: they run in a child process (generator/process.py), which
+    ends with whatever they do; a child that ends without an answer compacts nothing."""
+    with process.Forked(_compacted, spec, root, when_lost=spec) as child:
+        return child.result()
+
+
+def _compacted(spec: ImportedSpec, root: Path) -> ImportedSpec:
     common = load_common(root)
     entries = list(spec.backend.configs) if common is None else _grouped(common, spec.backend.configs)
     entries = op_lists.recover(entries, _taken(spec))
@@ -102,7 +110,8 @@ def _taken(spec: ImportedSpec) -> set[str]:
 
 
 def load_common(root: Path):
-    """The project's spec/_common.py as the spec loader would run it, or None without one."""
+    """The project's spec/_common.py as the spec loader would run it, or None without one: spec code,
+    to run in a child process only (compact, sections.place)."""
     if not (project.spec_folder(root) / "_common.py").is_file():
         return None
     from generator.errors import SpecExecutionError

@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from generator import model
+from generator import model, process
 
 SHARE_QPARAMS = "share qparams ops"
 FIXED_QPARAMS = "fixed qparams ops"
@@ -96,7 +96,13 @@ def _project_configs(root: Path, path: Path, spec) -> list[model.PatternConfig]:
 
 
 def _group_configs(root: Path, spec) -> list[model.PatternConfig]:
-    """What each op group of spec/_common.py builds, with the builder's dtype-config lists."""
+    """What each op group of spec/_common.py builds, with the builder's dtype-config lists: the op groups are
+    spec code, run in a child process that ends with whatever they do (none, if it ends without an answer)."""
+    with process.Forked(_group_configs_here, root, spec, when_lost=[]) as child:
+        return child.result()
+
+
+def _group_configs_here(root: Path, spec) -> list[model.PatternConfig]:
     from generator.importer import compaction
 
     common = compaction.load_common(root)

@@ -12,6 +12,7 @@ import builtins
 import contextlib
 import dataclasses
 import difflib
+import functools
 import gc
 import hashlib
 import importlib
@@ -31,7 +32,7 @@ from generator.errors import (
     SpecFieldError,
     SpecSyntaxError,
 )
-from generator.loading import compiled, locations, model_cache, plain_values, reads, spellings, syntax
+from generator.loading import compiled, locations, model_cache, plain_values, processes, reads, spellings, syntax
 from generator.model import ModuleSpec, SourceLocation
 from generator.project import spec_files
 
@@ -39,13 +40,15 @@ from generator.project import spec_files
 @contextlib.contextmanager
 def spec_context(root: Path):
     """While spec code runs: a fresh `spec` package from this project, the project root first
-    on sys.path, and locations (names, lines) read from the spec files as they are now."""
+    on sys.path, and locations (names, lines) read from the spec files as they are now.
+
+    A load runs in a process of its own (processes.py), where nothing needs undoing; sys.path and the
+    `spec` package are put back after for the callers that run spec code in theirs: the import command's
+    compaction (importer/compaction.py runs spec/_common.py) and tests that watch a load from inside."""
     saved_path = list(sys.path)
     package = project.config(root).spec_package
     _forget_spec_package(package)
     locations.set_project_root(root)
-    locations.forget_source_files()
-    spellings.forget()
     sys.path.insert(0, str(root))
     try:
         with _compiled_once(str(root) + "/"):
@@ -76,28 +79,29 @@ def _compiled_once(project_prefix: str):
     def source_to_code(self, data, path, *args, **kwargs):
         if not str(path).startswith(project_prefix) or str(path).startswith(installed):
             return compile_source(self, data, path, *args, **kwargs)
-        key = (str(path), bytes(data))
-        code = _COMPILED.get(key)
-        if code is None:
-            how = repr((_compiler(), args, sorted(kwargs.items())))
-            code = compiled.cached(
-                Path(project_prefix),
-                _code_name(str(path)),
-                (how, os.fsencode(path), key[1]),
-                lambda: compile_source(self, data, path, *args, **kwargs),
-            )
-            if len(data) > _LARGE_SOURCE:
-                heap.release_freed_memory()  # the compiler's syntax tree, before the spec runs and parses again
-            if len(_COMPILED) >= _COMPILED_LIMIT:
-                _COMPILED.clear()
-            _COMPILED[key] = code
-        return code
+        compile_it = functools.partial(compile_source, self, data, path, *args, **kwargs)
+        return _project_code(project_prefix, str(path), data, compile_it, args, kwargs)
 
     loader.source_to_code = source_to_code
     try:
         yield
     finally:
         loader.source_to_code = compile_source
+
+
+def _project_code(project_prefix: str, path: str, data, compile_it, args: tuple, kwargs: dict):
+    """The code of a project file: compiled once per process and source, and kept in the project's cache."""
+    key = (path, bytes(data))
+    code = _COMPILED.get(key)
+    if code is None:
+        how = repr((_compiler(), args, sorted(kwargs.items())))
+        code = compiled.cached(Path(project_prefix), _code_name(path), (how, os.fsencode(path), key[1]), compile_it)
+        if len(data) > _LARGE_SOURCE:
+            heap.release_freed_memory()  # the compiler's syntax tree, before the spec runs and parses again
+        if len(_COMPILED) >= _COMPILED_LIMIT:
+            _COMPILED.clear()
+        _COMPILED[key] = code
+    return code
 
 
 def _compiler() -> str:
@@ -114,42 +118,92 @@ def load_modules(
 ) -> list[ModuleSpec]:
     """Execute every spec file (but `exclude`, one `import` is about to replace) and return their modules.
 
-    Each module records the project files its load read (`ModuleSpec.read`), and
-    each load runs on fresh project modules, so no spec file changes another's
-    output (see generator/loading/reads.py). With `reuse`, a spec file none of whose
+    Each module records the inputs its load read (`ModuleSpec.read`, see generator/loading/reads.py), and
+    each load runs in a process of its own, so no spec file changes another's
+    output (generator/loading/processes.py). With `reuse`, a spec file none of whose
     recorded reads changed is not executed: its last load is taken from the
     model cache (generator/loading/model_cache.py). With `keep`, every load made is kept there.
     `cache_of` is the project whose model cache serves a spec extracted elsewhere (a revision's, for
     `diff --rev`): an entry serves a file whose recorded reads are the same under `root`. Nothing is kept then.
     """
-    root = root.resolve()
-    exclude = exclude.resolve() if exclude is not None else None
-    observer = reads.Observer(root)
-    cache = model_cache.ModelCache(root if cache_of is None else cache_of.resolve(), files=root)
-    keep = keep and cache_of is None
-    modules, made = [], []
+    return start_loads(root, exclude, reuse, keep, cache_of).modules()
+
+
+def start_loads(
+    root: Path, exclude: Path | None = None, reuse: bool = False, keep: bool = False, cache_of: Path | None = None
+) -> Loads:
+    """load_modules, begun: the loads run in their processes while the caller goes on; `.modules()` ends it."""
+    return Loads(root, exclude, reuse, keep, cache_of)
+
+
+class Loads:
+    """The spec loads of a project, under way (see load_modules)."""
+
+    def __init__(self, root: Path, exclude: Path | None, reuse: bool, keep: bool, cache_of: Path | None):
+        self.root = root = root.resolve()
+        exclude = exclude.resolve() if exclude is not None else None
+        self.cache = model_cache.ModelCache(root if cache_of is None else cache_of.resolve(), files=root)
+        self.keep = keep and cache_of is None
+        self.paths = [path for path in spec_files(root) if path != exclude]
+        self.found = {path: self.cache.lookup(str(path.relative_to(root))) if reuse else None for path in self.paths}
+        self.missing = [path for path in self.paths if self.found[path] is None]
+        self.running = processes.start(root, self.missing)  # each in a process of its own
+
+    def modules(self) -> list[ModuleSpec]:
+        """Each spec file's module, in order; the first error, in the order of the files."""
+        root = self.root
+        locations.forget_source_files()  # later questions about spec lines read the files as they are now
+        spellings.forget()
+        made = self.running.modules()
+        self.found.update(zip(self.missing, made))
+        modules = [self.found[path] for path in self.paths]
+        generated = project.config(root).generated
+        modules = [m if m.generated == generated else dataclasses.replace(m, generated=generated) for m in modules]
+        # The spec files' syntax trees served the loads (spec lines, dtype config names); any later
+        # question parses again. Freed now, they leave the process and its formatting workers small.
+        syntax.forget()
+        heap.release_freed_memory()
+        _check_unique_outputs(modules)
+        _check_unique_backends(modules)
+        _check_declarations_have_a_reference(modules)
+        if self.keep:
+            for module in made:
+                self.cache.keep(module)
+        return modules
+
+
+def prepare(root: Path) -> None:
+    """Ready this process for loads of the project at `root`, forked from it (generator/loading/processes.py):
+    the spec folder's helper modules (spec/_common.py), which each load may import, are read here once
+    rather than once per load (their syntax trees, number spellings and compiled code), and again only
+    when one changed. Runs no spec code."""
+    helpers = {}
+    for path in sorted(set(project.spec_folder(root).glob("*.py")) - set(spec_files(root))):
+        with contextlib.suppress(OSError):
+            helpers[path] = path.read_bytes()
+    global _prepared
+    if _prepared == (root, helpers):
+        return
+    locations.forget_source_files()
+    spellings.forget()
+    for path, data in helpers.items():
+        try:
+            syntax.index_of(data, path)
+        except (SyntaxError, ValueError):
+            continue  # its load says what is wrong
+        spellings.prepare(path)
+        compile_it = functools.partial(compile, data, str(path), "exec", dont_inherit=True)  # as importlib does
+        _project_code(str(root) + "/", str(path), data, compile_it, (), {})
+    _prepared = (root, helpers)
+
+
+_prepared: tuple | None = None  # what prepare() last read: the project and its helper modules' bytes
+
+
+def load_here(root: Path, path: Path) -> ModuleSpec:
+    """Execute one spec file in this process: what a load's own process does (generator/loading/processes.py)."""
     with spec_context(root):
-        for path in spec_files(root):
-            if path == exclude:
-                continue
-            module = cache.lookup(str(path.relative_to(root))) if reuse else None
-            if module is None:
-                module = _load_one(root, path, observer)
-                made.append(module)
-            modules.append(module)
-    generated = project.config(root).generated
-    modules = [m if m.generated == generated else dataclasses.replace(m, generated=generated) for m in modules]
-    # The spec files' syntax trees served the loads (spec lines, dtype config names); any later
-    # question parses again. Freed now, they leave the process and its formatting workers small.
-    syntax.forget()
-    heap.release_freed_memory()
-    _check_unique_outputs(modules)
-    _check_unique_backends(modules)
-    _check_declarations_have_a_reference(modules)
-    if keep:
-        for module in made:
-            cache.keep(module)
-    return modules
+        return _load_one(root, path, reads.Observer(root))
 
 
 def _load_one(root: Path, path: Path, observer: reads.Observer) -> ModuleSpec:
@@ -162,6 +216,10 @@ def _load_one(root: Path, path: Path, observer: reads.Observer) -> ModuleSpec:
                 module = _module_spec(root, path, relative, namespace)
                 observer.note_file(str(path), read)
             del namespace
+    if observer.off_limits is not None:
+        name, what, where = observer.off_limits
+        location = SourceLocation(*where) if where is not None else SourceLocation(relative, 1)
+        raise SpecExecutionError(f"{relative} reads {name}, {what}: a spec must not read it", location)
     plain_values.require_plain(module)
     return dataclasses.replace(module, read=tuple(sorted((name, observer.digests[name]) for name in read)))
 

@@ -19,13 +19,13 @@ does `matrix`, which shows what every spec file prints.
 
 from __future__ import annotations
 
-import io
 import json
 import pickle
 import sys
 from pathlib import Path
 
-from generator import cache, digests, model
+from generator import cache, digests
+from generator.loading import plain_values
 from generator.model import ModuleSpec
 
 
@@ -54,7 +54,7 @@ class ModelCache:
                 return None
             if entry.key != self._key(relative, read):
                 return None  # made by another generator or Python, or for other reads
-            module = _ModelUnpickler(io.BytesIO(entry.payload[4 + size :])).load()
+            module = plain_values.unpickled(entry.payload[4 + size :])
         except Exception:  # noqa: BLE001 - whatever a damaged entry raises, the spec file is executed instead
             return None
         if not isinstance(module, ModuleSpec) or module.spec_file != relative:
@@ -84,13 +84,3 @@ class ModelCache:
     def _key(self, relative: str, read: list) -> bytes:
         """What, with the files a load reads, decides what it makes: this generator's code and Python."""
         return self.entries.key(sys.version, digests.generator_code(), relative, json.dumps(read))
-
-
-class _ModelUnpickler(pickle.Unpickler):
-    """Makes nothing but the model's own classes: a kept entry is data, never code to run."""
-
-    def find_class(self, module_name: str, name: str):
-        found = getattr(model, name, None) if module_name == model.__name__ else None
-        if isinstance(found, type) and found.__module__ == model.__name__ and hasattr(found, "__dataclass_fields__"):
-            return found
-        raise pickle.UnpicklingError(f"{module_name}.{name} is not a class of the model")

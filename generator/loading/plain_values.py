@@ -13,6 +13,7 @@ classes, or subclass them): its methods would run as late.
 from __future__ import annotations
 
 import dataclasses
+import io
 import operator
 import pickle
 
@@ -131,3 +132,17 @@ def _first_odd(module: ModuleSpec, located: bool = False):
             where = getattr(value, "location", None) or where if located else None
         stack.extend(((item, where) for item in items) if located else items)
     return None
+
+
+def unpickled(data: bytes):
+    """What `data` pickles, made of the model's own classes and the built-in values pickle spells by
+    opcode, never anything else: a kept entry or a load's answer is data, never code to run."""
+    return _ModelUnpickler(io.BytesIO(data)).load()
+
+
+class _ModelUnpickler(pickle.Unpickler):
+    def find_class(self, module_name: str, name: str):
+        found = getattr(model, name, None) if module_name == model.__name__ else None
+        if isinstance(found, type) and found in _MODEL:
+            return found
+        raise pickle.UnpicklingError(f"{module_name}.{name} is not a class of the model")

@@ -1,24 +1,28 @@
-"""What a spec load reads, and keeping one load from changing another.
+"""What a spec load reads: the inputs of the outputs it makes.
 
-The inputs recorded for a generated file (generator/freshness/manifest.py) are the
-project files its spec load really used, observed while it ran: the spec file,
-the spec modules it imports (relative imports too), helper modules anywhere in
-the project, data files it opens, the project folders it lists (a name ending in
-"/": their digest is of the names in them), where in the project it looked for a
-module it failed to import (ABSENT), and the project modules its importable()
-names and reference builders point to. An audit hook sees each file executed (the
-"exec" event carries the code object, whose file is the module's source) and
-opened, and digests it then, as it is read. A new import can only appear through
-an edit to a file already recorded or a module appearing where one was looked for,
-so the record stays sound. (A file only tested for, os.path.exists, raises no audit
-event: it is not seen.)
+The inputs recorded for a generated file (generator/freshness/manifest.py) are
+what its spec load really used, observed while it ran: the spec file, the spec
+modules it imports (relative imports too), helper modules anywhere in the project
+(the user's own files in the generated folder too: only the generator's outputs are
+no input), data files it opens, the project folders it lists (a name ending in "/":
+their digest is of the names in them), where in the project it looked for a module
+it failed to import (ABSENT), the project modules its importable() names and
+reference builders point to, the paths it tested (os.path.exists, Path.is_file,
+os.stat: what is there, a file's bytes, a folder or nothing), the files outside the
+project it read or tested (`../shared/doc.txt`, by path from the root, but not the
+Python installation's or the generator's), and the environment variables it read
+(`env:NAME`; `env:*` once it iterated or copied os.environ). An audit hook sees each
+file executed (the "exec" event carries the code object, whose file is the module's
+source), opened and listed, and digests it then, as it is read; os.stat, os.lstat,
+os.access and os.environ's class are replaced to see the rest. A new input can only
+appear through an edit to one already recorded or a file appearing where one was
+looked for, so the record stays sound.
 
-Each load also runs on fresh module objects: project modules (spec.* and the
-user's helpers) are taken out of sys.modules before it, and those it imported
-are dropped after it, and any other module it removed from sys.modules or replaced there
-is put back; sys.path and os.environ are restored after it. So one
-spec file cannot change what another produces, whatever it mutates, and the
-output does not depend on the order of loads or on which loads were kept.
+Each load runs in a process of its own (generator/loading/processes.py), so nothing
+here undoes what a load changes: the replacements stay, and whatever the spec does
+to sys.modules, sys.path, os.environ or an import hook ends with its process. Only
+what project code asks is recorded, not what the import machinery or installed
+code does on its own account.
 """
 
 from __future__ import annotations
@@ -26,147 +30,89 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.machinery
+import json
 import os
+import stat
 import sys
 import types
 from pathlib import Path
 
 from generator import digests, project
+from generator.loading import read_hooks
 
 _GENERATOR_DIR = str(Path(__file__).resolve().parent.parent) + os.sep
 # The standard library's own code (importlib, pathlib, glob) only carries out what its caller asks.
 _STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
 _LISTING_EVENTS = ("os.listdir", "os.scandir")
-_OBSERVED_EVENTS = frozenset(("exec", "open", *_LISTING_EVENTS))
+_OBSERVED_EVENTS = frozenset(("exec", "open", "sqlite3.connect", *_LISTING_EVENTS))
 _WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 # A module's namespace, read where the import system keeps it: not vars(), which asks the object for its
 # `__dict__` attribute, and a module's class (user code) may make that raise or answer with another dict.
 _namespace = types.ModuleType.__dict__["__dict__"].__get__
-# Names under which the import system never looks for a module in the project.
-_NEVER_THE_PROJECT_S = frozenset((*sys.builtin_module_names, "__main__"))
-_NOT_CACHED = object()  # no entry in sys.path_importer_cache (whose entries may be None)
+_PACKAGES = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
 
-# Namespaces every load shares: a load may rebind names in them, but not for the next one. The vocabulary's
-# are generator.dsl and the modules its words are made of.
-_SHARED_NAMESPACES = (
-    "builtins",
-    "generator.dsl",
-    "generator.loading.spec_values",
-    "generator.loading.patterns",
-    "generator.loading.locations",
-    "generator.model",
-)
-
+_HOOKS = read_hooks.__file__
 _observer: Observer | None = None
 _hooked = False
-# Per project (its folder and the folders inside it that are not its code): the modules already
-# found to be loaded from a file outside it, by id, each kept with its id. Each load looks at every
-# module in sys.modules twice, and with torch imported there are over a thousand; those stay
-# where they are, so each is looked at once. Folder-less modules (namespace packages, whose
-# folders can grow) are looked at every time.
-_foreign_modules: dict[tuple[str, tuple[str, ...]], dict[int, object]] = {}
-# Per project, the last look at sys.modules: its names and module ids in order, and the names of the
-# modules it could not set aside as foreign. While sys.modules stays the same, a load looks again only
-# at those few. It holds no module: each one it skips is held in _foreign_modules, so no other object
-# can have taken its id meanwhile, and a module its caller lets go of is not kept alive.
-_last_looks: dict[tuple[str, tuple[str, ...]], dict[str, object]] = {}
 
 
 class Observer:
-    """One run's loads: the project files each read, with each file's digest as first read."""
+    """A load's observer: the inputs it read, with each one's digest as first read."""
 
     def __init__(self, root: Path):
         self.root = root.resolve()
         self._prefix = str(self.root) + os.sep
-        # A virtualenv or installed packages inside the project are not the project's code.
-        prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if "-packages" in p)}
-        inside = [str(Path(p).resolve()) + os.sep for p in prefixes if p]
-        self._outside = (_GENERATOR_DIR, *(p for p in inside if p.startswith(self._prefix)))
-        self._outputs = tuple(f"{folder}/" for folder in project.config(self.root).output_folders())
+        # A virtualenv or installed packages inside the project are not the project's code (whatever the
+        # folders above the project are called: /srv/dist-packages/acme is a project like another).
+        installs = {str(Path(p).resolve()) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix) if p}
+        packages = {str(Path(p).resolve()) + os.sep for p in sys.path if p and _installed_part(p, self._prefix)}
+        inside = [p for p in installs | packages if p.startswith(self._prefix) and p != self._prefix]
+        self._outside = (_GENERATOR_DIR, *sorted(inside))
+        self._layout = project.config(self.root)
+        self._outputs = tuple(f"{folder}/" for folder in self._layout.output_folders())
+        self._generated: frozenset[str] | None = None  # the generator's own outputs (_written_by_generator)
+        self._installed = _installation(self._prefix)
         self.digests: dict[str, str] = {}
-        self._foreign = _foreign_modules.setdefault((self._prefix, self._outside), {})
-        self._last_look = _last_looks.setdefault((self._prefix, self._outside), {})
+        self._changed: dict[str, str | None] = {}  # environment variables the load set or unset: their values before
         self._read: set[str] | None = None
         self._busy = False
+        # The first file the load read that no load may depend on (the generator's outputs, .git, .cache), with
+        # the spec line that read it: the load's error (loader).
+        self.off_limits: tuple[str, str, tuple[str, int] | None] | None = None
 
     @contextlib.contextmanager
     def load(self):
-        """Observe one load, on fresh project modules; yields the set of project files it read."""
+        """Observe one load; yields the set of inputs it read. The load runs in a process of its own, which
+        ends with it: nothing it changed is undone here."""
         global _observer
         _install_hook()
         read: set[str] = set()
-        kept = self._project_modules()
-        for name in kept:
-            del sys.modules[name]
-        # What the load finds there; but for a module another thread is importing now (diff's torch), which
-        # may fail and leave: put back, it would be a half-run module that the next `import` takes as done.
-        before, importing = dict(sys.modules), _being_imported()
-        shared = [sys.modules[name] for name in _SHARED_NAMESPACES if name in sys.modules]
-        saved = [dict(vars(module)) for module in shared]
-        # Where imports look and the environment, too: a load that relied on an earlier one's
-        # sys.path.insert or os.environ[...] would see it when every file is executed in order,
-        # and not once the earlier load is kept.
-        saved_path, saved_environment, imports = list(sys.path), dict(os.environ), _ImportSystem()
-        finder, missed = _SourceOnlyFinder(self), _MissedImportNoter(self)
-        sys.meta_path.insert(0, finder)
-        sys.meta_path.append(missed)
+        before = set(sys.modules)
+        finders = (_SourceOnlyFinder(self), _MissedImportNoter(self))
+        sys.meta_path.insert(0, finders[0])
+        sys.meta_path.append(finders[1])
         previous, _observer, self._read = _observer, self, read
         try:
             yield read
         finally:
             _observer, self._read = previous, None
-            imports.rebind()
-            sys.path[:] = saved_path
-            if os.environ != saved_environment:
-                _restore(os.environ, saved_environment)  # name by name: never an empty environment
-            for module, names in zip(shared, saved):
-                _restore(vars(module), names)
-            project = self._modules_as_before(before, importing, read)
-            imports.drop_what_was_added_by(project | kept.keys())
-            sys.modules.update(kept)
+            for finder in finders:  # this module's own: a caller that loads in its process (a test) imports on
+                with contextlib.suppress(ValueError, AttributeError):
+                    sys.meta_path.remove(finder)
+            self._let_go(set(sys.modules) - before, read)
 
-    def _modules_as_before(self, before: dict[str, object], importing: set[str], read: set[str]) -> set[str]:
-        """Drop from sys.modules the project modules a load imported and what its code put there, and put
-        back what it removed or replaced; the names of the project modules it imported."""
-        entered = {name: sys.modules.get(name) for name in sys.modules.keys() - before.keys()}
-        project = _with_submodules(self._project_names(entered), entered)
-        for name in sorted(entered, key=_depth):  # a package before its submodules, which may go with it
-            module = entered[name]
-            if name in project:
-                self.note_file(_namespace(module).get("__file__"), read)  # e.g. an extension module
-                del sys.modules[name]
-            elif not _imported(name, module):
-                del sys.modules[name]  # put there by the spec itself: state the next load must not see
-        for name, module in before.items():
-            if sys.modules.get(name) is not module and name not in importing:
-                sys.modules[name] = module  # removed or replaced by the spec: the next load finds it as it was
-        return project
-
-    def _project_modules(self) -> dict[str, object]:
-        """The project's modules in sys.modules now, by name."""
-        modules = dict(sys.modules)  # copied in one step: diff may be importing torch in another thread meanwhile
-        shape = (list(modules), list(map(id, modules.values())))
-        look, foreign = self._last_look, self._foreign
-        if look.get("shape") != shape:
-            unsettled = {name: m for name, m in modules.items() if foreign.get(id(m)) is not m}
-            project = self._project_names(unsettled)  # which sets more of them aside as foreign
-            look.update(shape=shape, unsettled=[name for name, m in unsettled.items() if foreign.get(id(m)) is not m])
-        else:
-            project = self._project_names({name: modules[name] for name in look["unsettled"]})
-        return {name: modules[name] for name in _with_submodules(project, modules)}
-
-    def _project_names(self, modules: dict[str, object]) -> set[str]:
-        """The names of the project's modules among `modules`. A module whose namespace names neither a file
-        nor folders (a stand-in a helper put into sys.modules for itself, answering from the module it
-        replaced) is the project's when its name is one the project's top folder provides (`import acme`
-        there finds the project's acme); as a project package's submodule, it is one (_with_submodules)."""
-        top_level = self._top_level_names()
-        project = set()
-        for name, module in modules.items():
-            local = self._is_local(module)
-            if local or (local is None and name.partition(".")[0] in top_level and name not in _NEVER_THE_PROJECT_S):
-                project.add(name)
-        return project
+    def _let_go(self, names: set[str], read: set[str]) -> None:
+        """Note the files of the project modules the load imported (an extension module shows no "exec" event),
+        and take them out of sys.modules: they die with the load (loader._finalizers_in_the_guard), where what a
+        spec object's __del__ does is the load's. `__file__` is read from each module's namespace, where the
+        import system puts it: a module's class (user code) could make getattr run code."""
+        for name in names:
+            module = sys.modules.get(name)
+            if issubclass(type(module), types.ModuleType):
+                filename = _namespace(module).get("__file__")
+                if isinstance(filename, str) and self._is_local_file(filename):
+                    self.note_file(filename, read)
+                    del sys.modules[name]
 
     def note_module(self, dotted: str, read: set[str]) -> None:
         """Note the project files a dotted name (`my_backend.fusers.fuse`) would import, without importing."""
@@ -200,15 +146,89 @@ class Observer:
         if relative not in self.digests:
             self._busy = True  # reading it here must not be observed again
             try:
-                with open(filename, "rb") as stream:
-                    self.digests[relative] = digests.bytes_digest(stream.read())
-            except FileNotFoundError:
-                self.digests[relative] = digests.ABSENT  # looked for: its appearing changes the output
+                self.digests[relative] = _file_digest(filename)
             except OSError:
-                return  # a folder: nothing that was read
+                return  # neither a file nor a folder (a device, a pipe), or unreadable: nothing to record
             finally:
                 self._busy = False
         read.add(relative)
+
+    def watching(self) -> bool:
+        """Whether a load is under way and what happens now is its own (not this observer's reading)."""
+        return self._read is not None and not self._busy
+
+    @contextlib.contextmanager
+    def quietly(self):
+        """What happens inside is not observed (the observer notes it itself, afterwards)."""
+        busy, self._busy = self._busy, True
+        try:
+            yield
+        finally:
+            self._busy = busy
+
+    def note_opened_in(self, folder: str, path) -> None:
+        """Note a file project code opened relative to a folder descriptor (`os.open(path, dir_fd=...)`)."""
+        if self._asked_by_project_code():
+            self.note_file(os.path.join(folder, os.fsdecode(path)), self._read)
+
+    def note_test(self, path) -> None:
+        """Note a path project code tested (os.stat, os.path.exists, Path.is_file, os.access): what it found
+        there (a file's bytes, a folder, nothing) is an input. The root and the folders it is in are not."""
+        try:
+            filename = os.path.abspath(os.fsdecode(path))
+        except (TypeError, ValueError):
+            return
+        relative = self._relative(filename)
+        if relative is None:
+            self._note_off_limits(filename)
+        if relative is None or relative in self._read or self._prefix.startswith(filename.rstrip(os.sep) + os.sep):
+            return
+        if self._asked_by_project_code(by_imports=False):
+            self.note_file(filename, self._read)
+
+    def note_variable(self, name: str | None) -> None:
+        """Note an environment variable project code read (`env:NAME`), or (None) the whole environment,
+        as the command's own environment has it: a value the load set itself is not an input."""
+        key = digests.ENVIRONMENT_INPUT if name is None else digests.ENVIRONMENT + name
+        if key in self._read or name in self._changed or not self._asked_by_project_code():
+            return
+        self._busy = True
+        try:
+            if name is None:
+                environment = dict(os.environ)
+                environment.update(self._changed)
+                before = {n: v for n, v in environment.items() if v is not None}
+                self.digests[key] = digests.environment_digest(before)
+            else:
+                self.digests[key] = digests.variable_digest(os.environ.get(name))
+        finally:
+            self._busy = False
+        self._read.add(key)
+
+    def note_change(self, name: str) -> None:
+        """An environment variable the load sets or unsets: its value before, for the whole environment's digest."""
+        if name not in self._changed:
+            self._busy = True
+            try:
+                self._changed[name] = os.environ.get(name)
+            finally:
+                self._busy = False
+
+    def _note_entries(self, folder: str) -> None:
+        """Note what is in a folder a load scanned (os.scandir, and glob and os.walk through it): each entry
+        answers is_file() and stat() without another look, so each one's bytes (or that it is a folder)
+        are inputs."""
+        if self._relative(folder) is None and folder + os.sep != self._prefix:
+            return
+        self._busy = True
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            return
+        finally:
+            self._busy = False
+        for name in names:
+            self.note_file(os.path.join(folder, name), self._read)
 
     def note_listing(self, folder: str, read: set[str]) -> None:
         """Note a project folder a load listed (`spec/`): a file added there or removed is a change."""
@@ -229,10 +249,11 @@ class Observer:
 
     def _asked_by_project_code(self, by_imports: bool = True) -> bool:
         """Whether what is under way was asked for by project code: the first frame out from here that is
-        neither this module's nor the standard library's (the import machinery, pathlib, glob) is one.
-        What torch and other installed code do is theirs, and may depend on what this process did
-        before (a module imported once is not imported again). Unless `by_imports`, what the import
-        machinery does is not asked for either: it lists a folder once per process, not once per load."""
+        neither this module's, nor the standard library's (the import machinery, pathlib, glob), nor installed
+        code's (numpy.loadtxt, torch) is one; the generator's own frames ask for themselves. Each load's
+        process starts from the same state, so what installed code does at a spec's request is the spec's.
+        Unless `by_imports`, what the import machinery does is not asked for: it lists a folder once per
+        process, not once per load."""
         frame = sys._getframe(0)
         here = frame.f_code.co_filename
         while frame is not None:
@@ -240,57 +261,114 @@ class Observer:
             if not by_imports and filename.startswith("<frozen importlib"):
                 return False
             standard = filename.startswith(_STDLIB_DIR) and "-packages" not in filename
-            if not (standard or filename.startswith("<frozen ") or filename == here):
-                return self._is_local_file(filename)
+            if filename == _HOOKS:
+                filename = here  # the replaced os functions observe for this module: they ask nothing
+            if filename.startswith(_GENERATOR_DIR) and filename != here:
+                return False  # the generator records what it reads on a spec's behalf itself
+            installed = _installed_part(filename, self._prefix)
+            # "<string>" (exec, compile), "<frozen ...>": no file of its own; whoever ran it asked
+            if not (standard or installed or filename.startswith("<") or filename == here):
+                return self._is_local_file(filename) or self._outside_relative(filename) is not None
             frame = frame.f_back
         return False
 
     def _relative(self, filename) -> str | None:
-        if not isinstance(filename, str) or not filename.startswith(self._prefix):
+        """The input name of an absolute path: relative to the root (`../shared/doc.txt` outside it), None for
+        what is no input (the Python installation, the generator, caches, the generator's outputs)."""
+        if not isinstance(filename, str):
             return None
+        if f"{os.sep}." in filename:
+            filename = os.path.normpath(filename)  # `root/../shared/x.py`, as a relative sys.path entry makes it
+        if not filename.startswith(self._prefix):
+            return self._outside_relative(filename)
         if filename.startswith(self._outside):
             return None
         relative = Path(filename[len(self._prefix) :])
-        if relative.parts[0] in digests.NOT_INPUTS or "__pycache__" in relative.parts:
+        if not relative.parts or relative.parts[0] in digests.NOT_INPUTS or "__pycache__" in relative.parts:
             return None
-        if relative.as_posix().startswith(self._outputs):
-            return None  # the generated folder: the generator's output
-        return relative.as_posix()
+        name = relative.as_posix()
+        if (name.startswith(self._outputs) or name == self._layout.matrix) and name in self._written_by_generator():
+            return None  # what regenerate writes: its own output, never an input
+        return f"./{name}" if name.startswith(digests.ENVIRONMENT) else name
+
+    def _outside_relative(self, filename: str) -> str | None:
+        """A file outside the project (`../shared/doc.txt` in a monorepo), by its path relative to the root (so the
+        record is the same in every clone of the repository); None for the Python installation and the generator."""
+        if not os.path.isabs(filename) or filename.startswith(self._installed):
+            return None
+        if _installed_part(filename, self._prefix):
+            return None
+        return os.path.relpath(filename, self.root).replace(os.sep, "/")
+
+    def _written_by_generator(self) -> frozenset[str]:
+        """The files regenerate writes: those the manifest lists, the manifest, and each spec file's module by
+        its name; a file of the user's own in the generated folder (a helper a spec imports) is an input."""
+        if self._generated is None:
+            layout, busy, self._busy = self._layout, self._busy, True
+            try:
+                names = {layout.manifest, layout.matrix}
+                names.update(layout.output(path.stem) for path in project.spec_files(self.root))
+                try:
+                    with open(self.root / layout.manifest, encoding="utf-8") as stream:
+                        names.update(str(name) for name in json.load(stream)["outputs"])
+                except (OSError, ValueError, KeyError, TypeError):
+                    pass  # no manifest (a first run), or a broken one
+            finally:
+                self._busy = busy
+            self._generated = frozenset(names)
+        return self._generated
+
+    def _note_off_limits(self, filename: str) -> None:
+        """Remember a project file project code read that no load may depend on: what regenerate writes (another
+        spec's module, the manifest, the matrix), which would make the output depend on the last run, and the
+        repository's and the generator's own state (.git, .cache), which every clone has its own of."""
+        if self.off_limits is not None or not filename.startswith(self._prefix):
+            return
+        name = Path(filename[len(self._prefix) :]).as_posix()
+        top = name.partition("/")[0]
+        if top in (".git", cache_folder_name()):
+            what = "the repository's own state, which every clone has its own of" if top == ".git" else (
+                "the generator's cache")
+        elif name in self._written_by_generator() and not name.endswith("/__init__.py"):
+            what = "a file regenerate writes, so the output would depend on the last run"
+        else:
+            return
+        if self._asked_by_project_code():
+            self.off_limits = (name, what, self._project_line())
+
+    def _project_line(self) -> tuple[str, int] | None:
+        """The innermost line of the project's own code under way: where it read what it read."""
+        frame = sys._getframe(1)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if self._is_local_file(filename):
+                return Path(filename[len(self._prefix) :]).as_posix(), frame.f_lineno
+            frame = frame.f_back
+        return None
 
     def _is_local_file(self, filename: str) -> bool:
         return filename.startswith(self._prefix) and not filename.startswith(self._outside)
 
-    def _is_local(self, module) -> bool | None:
-        """A module of the project's own (spec.*, a helper), not the generator's or an installed one; None
-        when its namespace names neither a file nor folders (sys, torch._C's submodules, a stand-in)."""
-        if not issubclass(type(module), types.ModuleType):
-            return False  # not type(): whatever a spec put in sys.modules, its __getattr__ must not run here
-        # Read from the module's namespace, where the import system puts them, not with getattr: a module
-        # without the attribute (sys, torch._C's ~40 submodules) would build and raise an AttributeError,
-        # or run its __getattr__, on every load (half of a load's isolation cost).
-        attributes = _namespace(module)
-        filename = attributes.get("__file__")
-        if isinstance(filename, str):
-            if self._is_local_file(filename):
-                return True
-            self._foreign[id(module)] = module
-            return False
-        paths = attributes.get("__path__")  # a namespace package: a folder without __init__.py
-        if paths is None:
-            return None
-        try:
-            return any(str(p).startswith(self._prefix) and not str(p).startswith(self._outside) for p in paths)
-        except TypeError:
-            return False
-
     def _saw(self, event: str, args) -> None:
         if event in _LISTING_EVENTS:
             path = args[0] if args[0] is not None else "."
-            if self._read is not None and not isinstance(path, int) and self._asked_by_project_code(by_imports=False):
-                self.note_listing(os.path.abspath(os.fsdecode(path)), self._read)
+            if isinstance(path, int):
+                path = read_hooks.descriptor_path(path)  # os.listdir(fd): the folder it is open on
+            if self._read is not None and path is not None and self._asked_by_project_code(by_imports=False):
+                folder = os.path.abspath(os.fsdecode(path))
+                self.note_listing(folder, self._read)
+                if event == "os.scandir":  # its entries answer stat() without another look: what is there counts
+                    self._note_entries(folder)
+            return
+        if event == "sqlite3.connect":
+            database = _sqlite_file(args[0] if args else None)
+            if database is not None and self._read is not None:
+                self.note_file(os.path.abspath(database), self._read)
             return
         if event == "exec":
             filename = getattr(args[0], "co_filename", None)
+            if not isinstance(filename, str) or not os.path.isabs(filename):
+                return  # <string>, <frozen ...>: no file
         else:  # open(path, mode, flags)
             path, mode, flags = args
             if isinstance(path, int) or path is None:
@@ -300,58 +378,39 @@ class Observer:
             if mode is None and isinstance(flags, int) and flags & _WRITING:
                 return
             filename = os.path.abspath(os.fsdecode(path))
-        if self._read is not None:
-            self.note_file(filename, self._read)
+        if self._read is None:
+            return
+        if self._relative(filename) is None:
+            self._note_off_limits(filename)
+        if not filename.startswith(self._prefix):
+            if self._outside_relative(filename) is None or not self._asked_by_project_code():
+                return  # the installation's files, or what installed code does outside the project: its own business
+        self.note_file(filename, self._read)
 
 
-class _ImportSystem:
-    """How imports worked as a load began: the lists and the dict they go through, as bound (a spec may
-    bind sys.modules to a copy: Python's own import would go on using the first one, and finding there the
-    modules this load imported), and the finders, path hooks and path finders in them. What the load's
-    own code added to those (an import hook a spec installs) would serve the next load's imports."""
-
-    def __init__(self):
-        self.bound = (sys.modules, sys.path, sys.meta_path, sys.path_hooks)
-        self.meta_path, self.path_hooks = list(sys.meta_path), list(sys.path_hooks)
-        self.cached = dict(sys.path_importer_cache)
-
-    def rebind(self) -> None:
-        sys.modules, sys.path, sys.meta_path, sys.path_hooks = self.bound
-
-    def drop_what_was_added_by(self, modules: set[str]) -> None:
-        """Remove the finders (the generator's too), path hooks and path finders the load added that are
-        defined by the named modules, and put back those the load removed or replaced by one of those;
-        the import system's order is kept."""
-        sys.meta_path[:] = _entries_kept(sys.meta_path, self.meta_path, modules | {__name__})
-        sys.path_hooks[:] = _entries_kept(sys.path_hooks, self.path_hooks, modules)
-        cache, cached = sys.path_importer_cache, self.cached
-        # Only an entry the load added or replaced: one as it was needs nothing (a few hundred entries).
-        changed = [path for path, finder in cache.items() if cached.get(path, _NOT_CACHED) is not finder]
-        for path in [path for path in changed if _defined_by(cache[path], modules)]:
-            if path in cached:
-                cache[path] = cached[path]
-            else:
-                del cache[path]
+def cache_folder_name() -> str:
+    """The top folder of the project that holds the generator's caches (.cache)."""
+    return digests.NOT_INPUTS[1]
 
 
-def _entries_kept(entries: list, saved: list, modules: set[str]) -> list:
-    kept = {id(entry) for entry in saved}
-    entries = [entry for entry in entries if id(entry) in kept or not _defined_by(entry, modules)]
-    present = {id(entry) for entry in entries}
-    for index, entry in enumerate(saved):
-        if id(entry) not in present:
-            entries.insert(index, entry)
-    return entries
+def _installed_part(filename: str, project_prefix: str) -> bool:
+    """Whether `filename` is in a site-packages or dist-packages folder: only the part below the project counts
+    for a file in the project, since the folders above it are no business of the project's."""
+    if filename.startswith(project_prefix):
+        filename = os.sep + filename[len(project_prefix) :]
+    return any(folder in filename for folder in _PACKAGES)
 
 
-def _defined_by(entry, modules: set[str]) -> bool:
-    """Whether a finder or a path hook (a class, an instance, a function or a method) is one of `modules`' code."""
-    if issubclass(type(entry), types.MethodType):
-        entry = entry.__func__
-    if issubclass(type(entry), types.FunctionType):
-        return entry.__module__ in modules
-    owner = entry if issubclass(type(entry), type) else type(entry)
-    return vars(owner).get("__module__") in modules
+def _sqlite_file(database) -> str | None:
+    """The file an sqlite3.connect() opens (a path, or a `file:` URI), None for an in-memory database."""
+    if isinstance(database, bytes):
+        database = os.fsdecode(database)
+    if not isinstance(database, str) or database in ("", ":memory:"):
+        return None
+    if database.startswith("file:"):
+        database = database[len("file:") :].partition("?")[0]
+        return database or None
+    return database
 
 
 class _SourceOnlyFinder:
@@ -440,45 +499,6 @@ def note_module(dotted: str) -> None:
         observer.note_module(dotted, observer._read)
 
 
-def _imported(name: str, module) -> bool:
-    """Whether a module entered sys.modules through the import system (which gives it a __spec__)
-    or as a package's own submodule (torch.ops, torch.backends: module objects torch makes itself,
-    without one, while its package is in sys.modules), rather than being put there by the spec as a value."""
-    if not issubclass(type(module), types.ModuleType):
-        return False
-    return _namespace(module).get("__spec__") is not None or name.rpartition(".")[0] in sys.modules
-
-
-def _being_imported() -> set[str]:
-    """The names of the modules some thread is importing now: CPython holds a lock per such name
-    (importlib._bootstrap._module_locks, private); none known where a Python keeps no such table."""
-    return set(getattr(importlib._bootstrap, "_module_locks", ()))
-
-
-def _with_submodules(project: set[str], names) -> set[str]:
-    """`project` with the modules among `names` that are its packages' submodules, wherever they are loaded
-    from (the installed part of a namespace package the project shares): a fresh package needs fresh
-    submodules, since `import acme.tools` finds the one in sys.modules without giving the package its
-    attribute `tools`."""
-    if project:
-        for name in sorted(names, key=_depth):  # a package before its submodules
-            if name.rpartition(".")[0] in project:
-                project.add(name)
-    return project
-
-
-def _depth(name: str) -> int:
-    return name.count(".")
-
-
-def _restore(namespace: dict, saved: dict) -> None:
-    for name in [n for n in namespace if n not in saved]:
-        del namespace[name]
-    for name, value in saved.items():
-        if namespace.get(name, _restore) is not value:
-            namespace[name] = value
-
-
 def _audit(event: str, args) -> None:
     observer = _observer
     if observer is None or observer._busy or event not in _OBSERVED_EVENTS:
@@ -489,9 +509,39 @@ def _audit(event: str, args) -> None:
         pass
 
 
+def _file_digest(filename: str) -> str:
+    """What a load found at a path: a file's bytes, a folder, or nothing (ABSENT); OSError for anything else."""
+    try:
+        with open(filename, "rb") as stream:
+            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                raise OSError("not a file")
+            return digests.bytes_digest(stream.read())
+    except FileNotFoundError:
+        return digests.ABSENT  # looked for: its appearing changes the output
+    except IsADirectoryError:
+        return digests.FOLDER
+
+
+def _installation(project_prefix: str) -> tuple[str, ...]:
+    """The folders outside the project whose files are no input: the generator's and the Python installation's
+    (a prefix the project is in, /usr for /usr/src/project, by its Python folders only)."""
+    packages = (p + os.sep for p in sys.path if "-packages" in p and not (p + os.sep).startswith(project_prefix))
+    folders = {_GENERATOR_DIR, _STDLIB_DIR, *packages}
+    for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+        for form in {prefix, os.path.realpath(prefix)}:
+            folder = form.rstrip(os.sep) + os.sep
+            if project_prefix.startswith(folder):
+                folders.update(f"{folder}{name}{os.sep}" for name in ("lib", "lib64", "include", "bin"))
+            else:
+                folders.add(folder)
+    return tuple(sorted(folders))
+
+
 def _install_hook() -> None:
-    """Audit hooks cannot be removed: one hook per process, idle unless a load is observed."""
+    """Audit hooks cannot be removed: one hook per process, idle unless a load is observed. What raises no
+    audit event is observed too (generator/loading/read_hooks.py). A load's process is its own, so these stay."""
     global _hooked
     if not _hooked:
         sys.addaudithook(_audit)
+        read_hooks.install(lambda: _observer)
         _hooked = True

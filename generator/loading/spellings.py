@@ -64,6 +64,12 @@ def _parsed(path: Path) -> tuple[ast.Module, str] | None:
         return None
 
 
+def prepare(path: Path) -> None:
+    """Read `path` now as a later question about its spellings would (a process forking loads)."""
+    _lines(path)
+    _constraint_calls(path)
+
+
 def forget() -> None:
     """Drop parsed spec sources: a run reads each file as it is now."""
     _parsed.cache_clear()

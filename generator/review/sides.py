@@ -468,13 +468,14 @@ def _stale_in(root: Path, recorded: manifest.Manifest | None, revision: str | No
 
 
 def _as_committed(root: Path, target: planning.Target, recorded: manifest.Manifest | None) -> tuple:
-    """The target's inputs as the revision has them: its own generator code, the recorded package versions."""
+    """The target's inputs as the revision has them: its own generator code, the recorded package versions (and
+    files outside the project and environment variables, which are not the revision's)."""
     entry = recorded.outputs.get(target.relative) if recorded else None
     before = recorded.made_from(entry) if entry else {}
     inputs = {}
     for name, digest in target.made_from:
-        if name in digests.VERSIONED_PACKAGES:
-            digest = before.get(name, digest)
+        if name in digests.VERSIONED_PACKAGES or name.startswith(("../", digests.ENVIRONMENT)):
+            digest = before.get(name, digest)  # not the revision's files: as it recorded them
         elif name.startswith("generator/"):
             committed = root / name
             digest = hashlib.sha256(committed.read_bytes()).hexdigest() if committed.exists() else before.get(name)

@@ -9,10 +9,11 @@ from pathlib import Path
 from tests.support.projects import ROOT
 
 
-def run(project: Path, *args: str) -> subprocess.CompletedProcess:
-    """`python -m generator --root PROJECT ARGS` in a fresh interpreter, with no environment but the paths."""
+def run(project: Path, *args: str, environment: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`python -m generator --root PROJECT ARGS` in a fresh interpreter, with no environment but the paths
+    (and `environment`)."""
     return subprocess.run([sys.executable, "-m", "generator", "--root", str(project), *args],
-                          cwd=project, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                          cwd=project, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **(environment or {})},
                           capture_output=True, text=True)  # fmt: skip
 
 
