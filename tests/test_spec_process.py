@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,24 @@ def test_a_project_under_a_folder_named_like_a_package_folder_records_its_reads(
     append(project / "spec" / "x86.py", "# an edit")
     done = run(project, "check")
     assert done.returncode == 1 and "spec/x86.py changed" in done.stdout, done.stdout
+
+
+_LEFT_BEHIND = """import os as _o, time as _t
+_o.write(2, b"said while loading\\\\n")
+if _o.fork() == 0:  # a process the spec leaves behind, printing late
+    _t.sleep(30)
+    _o.write(2, b"said too late\\\\n")
+    _o._exit(0)
+"""
+
+
+def test_a_process_a_spec_leaves_behind_holds_no_stream_of_the_command_s(project):
+    """What a load writes to its standard error reaches the command's; a process the spec leaves behind holds
+    none of the command's streams, so a reader of the command's output (`2>&1 | cat`) is not kept waiting."""
+    append(project / "spec" / "x86.py", _LEFT_BEHIND)
+    started = time.monotonic()
+    done = subprocess.run(f"{sys.executable} -m generator --root {project} regenerate --force 2>&1 | cat",
+                          shell=True, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert time.monotonic() - started < 20, done.stdout
+    assert "said while loading" in done.stdout and "said too late" not in done.stdout, done.stdout
+    assert "written" in done.stdout or "unchanged" in done.stdout, done.stdout

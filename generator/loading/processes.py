@@ -179,7 +179,8 @@ def _fork_loads(load_here, result: int, root: str, files: list[str], environ: di
     import selectors
 
     waiting = sorted(files, key=lambda relative: -_size(os.path.join(root, relative)))  # the longest loads first
-    running: dict[int, tuple[str, int, bytearray]] = {}  # read end -> (file, pid, bytes so far)
+    running: dict[int, tuple[str, int, bytearray, int]] = {}  # result's read end -> (file, pid, bytes, output's)
+    outputs: set[int] = set()  # the read ends of the loads' standard output and error, passed on to the command's
     limit = max(1, min(os.cpu_count() or 1, 4))
     with selectors.DefaultSelector() as selector, _ending(running):
         selector.register(0, selectors.EVENT_READ)  # the command gone (end of input): so are its loads
@@ -187,25 +188,36 @@ def _fork_loads(load_here, result: int, root: str, files: list[str], environ: di
             while waiting and len(running) < limit:
                 relative = waiting.pop(0)
                 read, write = os.pipe()
+                printed, prints = os.pipe()
                 pid = os.fork()
                 if pid == 0:
                     os.close(read)
+                    os.close(printed)
                     selector.close()
-                    _only_its_own_pipe(write)
+                    _only_its_own_pipes(write, prints)
                     me = os.getpid()
                     outcome = _run_load(load_here, root, relative, environ, path)
                     if os.getpid() == me:  # not a process the spec forked, which returned from it too
                         _send(write, outcome)
                     _exit(0)
                 os.close(write)
-                running[read] = (relative, pid, bytearray())
+                os.close(prints)
+                running[read] = (relative, pid, bytearray(), printed)
+                outputs.add(printed)
                 selector.register(read, selectors.EVENT_READ)
+                selector.register(printed, selectors.EVENT_READ)
             for key, _ in selector.select():
                 if key.fd == 0:
-                    for _, pid, _ in running.values():
+                    for _, pid, _, _ in running.values():
                         _kill(pid)
                     _exit(0)
-                relative, pid, data = running[key.fd]
+                if key.fd in outputs:
+                    if not _pass_on(key.fd):
+                        _stop_passing_on(selector, outputs, key.fd)
+                    continue
+                if key.fd not in running:
+                    continue  # a pipe closed by an earlier event of this round
+                relative, pid, data, printed = running[key.fd]
                 chunk = os.read(key.fd, 1 << 16)
                 data += chunk
                 payload = load_server.whole_frame(data)
@@ -219,13 +231,44 @@ def _fork_loads(load_here, result: int, root: str, files: list[str], environ: di
                     outcome = ("sent", payload)
                 else:
                     outcome = ("died", _how_it_ended(pid))
+                # What it printed up to now goes on; a process it left behind prints into a closed pipe.
+                if printed in outputs:
+                    os.set_blocking(printed, False)
+                    for _ in range(64):  # at most 4 MiB more: a process it left may print on and on
+                        if not _pass_on(printed):
+                            break
+                    _stop_passing_on(selector, outputs, printed)
                 load_server.write_frame(result, pickle.dumps((relative, outcome)))
 
 
-def _only_its_own_pipe(write: int) -> None:
-    """In a load's process: close every file but the standard streams and its own pipe (`write`): what the
-    server talks to the command and the other loads through, so that spec code can neither answer for
-    another spec file nor take a request; standard input reads nothing."""
+def _pass_on(printed: int) -> bool:
+    """Pass what a load printed at the descriptor level (os.write, a subprocess) on to the command's standard
+    error; False once there is no more (for now)."""
+    try:
+        chunk = os.read(printed, 1 << 16)
+    except OSError:  # BlockingIOError too: nothing more for now
+        return False
+    if chunk:
+        with contextlib.suppress(OSError):
+            os.write(2, chunk)
+    return bool(chunk)
+
+
+def _stop_passing_on(selector, outputs: set[int], printed: int) -> None:
+    if printed in outputs:
+        outputs.discard(printed)
+        selector.unregister(printed)
+        os.close(printed)
+
+
+def _only_its_own_pipes(write: int, prints: int) -> None:
+    """In a load's process: its standard output and error are `prints` (a pipe the server passes on to the
+    command's standard error, and stops reading once the load is done: a process the spec leaves behind holds
+    no stream of the command's); every other file but its own pipe (`write`) is closed, so that spec code can
+    neither answer for another spec file nor take a request; standard input reads nothing."""
+    os.dup2(prints, 1)
+    os.dup2(prints, 2)
+    os.close(prints)
     os.closerange(3, write)
     os.closerange(write + 1, _open_limit())
     null = os.open(os.devnull, os.O_RDONLY)
@@ -253,7 +296,7 @@ def _ending(running: dict):
     try:
         yield
     except BaseException:
-        for _, pid, _ in list(running.values()):
+        for _, pid, _, _ in list(running.values()):
             _kill(pid)
         raise
 
