@@ -109,6 +109,23 @@ class Forked:
         self.close()
 
 
+def isolated(function: Callable, *args, lost: Callable[[], GeneratorError]):
+    """`function(*args)` in a child process of its own, for user code that must not reach this one (a builder
+    that exits, forks or kills itself ends with that process): what it returned, or what it raised (a
+    GeneratorError); if the child ends without an answer, the error `lost()` makes. Without os.fork the
+    call is made here."""
+    if not hasattr(os, "fork"):
+        return function(*args)
+    with Forked(function, *args, when_lost=_LOST) as child:
+        found = child.result()
+    if found is _LOST:
+        raise lost()
+    return found
+
+
+_LOST = object()
+
+
 def delivered(kind: str, value, printed: str):
     """What a call made in a child process came to, here: what it printed goes to standard error, then
     what it raised is raised ("raised", "interrupted": KeyboardInterrupt), or what it returned is returned."""

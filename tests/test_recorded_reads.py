@@ -7,20 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.spec_code import doc_prefixed, run
+from tests.support.spec_code import doc_prefixed, run, run_here
 
 
 def assert_an_input_once_it_appears(project: Path, appear, before: str, after: str) -> None:
     """x86's output says `before`; once `appear()` made what its load looked for, check says it is stale,
     and regenerate writes `after`."""
-    assert run(project, "regenerate").returncode == 0
+    assert run_here(project, "regenerate").returncode == 0
     assert before in (project / "generated" / "x86.py").read_text()
     appear()
-    done = run(project, "check")
+    done = run_here(project, "check")
     assert done.returncode == 1, done.stdout + done.stderr  # stale: what it looked for is there now
-    assert run(project, "regenerate").returncode == 0
+    assert run_here(project, "regenerate").returncode == 0
     assert after in (project / "generated" / "x86.py").read_text()
-    assert run(project, "check").returncode == 0
+    assert run_here(project, "check").returncode == 0
 
 
 _OPTIONAL_FILE = """import os as _os
@@ -128,27 +128,27 @@ def assert_recorded(project: Path, change, before: str, after: str, named: str, 
     naming `named`, the fix it names (regenerate) writes `after`, check passes, and the file is what
     regenerate --force writes in a fresh copy (of `tree`, the folder the project is in, if the load reads
     beside it) run in the same `environment`."""
-    assert run(project, "regenerate").returncode == 0
+    assert run_here(project, "regenerate").returncode == 0
     assert before in x86_text(project)
     if change is not None:
         change()
-    done = run(project, "check", environment=environment)
+    done = run_here(project, "check", environment=environment)
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"generated/x86.py: stale: {named}" in done.stdout, done.stdout
-    full = run(project, "check", "--full", environment=environment)  # executes the spec: says the same, and the fix
+    full = run_here(project, "check", "--full", environment=environment)  # executes the spec: says the same, and the fix
     assert full.returncode == 1 and f"generated/x86.py: stale: {named}" in full.stdout, full.stdout
     assert full.stdout.rstrip().endswith("fix: python -m generator regenerate") and "edited by hand" not in full.stdout
-    done = run(project, "regenerate", environment=environment)
+    done = run_here(project, "regenerate", environment=environment)
     assert done.returncode == 0, done.stderr
     assert "written   generated/x86.py" in done.stdout
     assert after in x86_text(project)
-    assert run(project, "check", environment=environment).returncode == 0
-    assert run(project, "check", "--full", environment=environment).returncode == 0
+    assert run_here(project, "check", environment=environment).returncode == 0
+    assert run_here(project, "check", "--full", environment=environment).returncode == 0
     tree = tree or project
     copy = Path(shutil.copytree(tree, tree.parent / f"{tree.name}-copy", ignore=shutil.ignore_patterns("__pycache__")))
     copied = copy / project.relative_to(tree)
-    assert run(copied, "check", environment=environment).returncode == 0  # the record holds in another clone
-    assert run(copied, "regenerate", "--force", environment=environment).returncode == 0
+    assert run_here(copied, "check", environment=environment).returncode == 0  # the record holds in another clone
+    assert run_here(copied, "regenerate", "--force", environment=environment).returncode == 0
     assert x86_text(copied) == x86_text(project)
 
 

@@ -22,7 +22,7 @@ import types
 from collections.abc import Iterator
 from pathlib import Path
 
-from generator import project, user_code
+from generator import process, project, user_code
 from generator.building.expansion import Declaration
 from generator.errors import GeneratedModuleError, ReferenceBuilderError
 from generator.model import Backend
@@ -54,20 +54,34 @@ def against_torch(root: Path, refs: list[BuilderRef], locations: dict | None = N
         return  # nothing to compare: no torch to import
     if locations is None:
         locations = spec_locations(root, reuse=True)
-    from generator.review import divergence  # imports torch
+    from generator.review import divergence  # noqa: F401 - torch, imported here once: each comparison's process has it
 
     for ref in refs:
         if ref.reference is None:
             continue
-        output = project.config(root).output(ref.module)
-        with user_code.running(GeneratedModuleError, output, root):
-            module = import_generated(root, ref.module)
-            ours = build_generated(module, ref, output)
-        theirs = divergence.build_reference(ref.reference, root, ref.location)
-        # Comparing callables calls the user's own (fuser methods): an exit there must not end the run.
-        with user_code.running(ReferenceBuilderError, f"comparing {ref.label}", root, ref.location, exceptions=False):
-            found = against_reference(ref, module, ours, theirs, locations)
-        yield found
+
+        def lost(ref=ref) -> ReferenceBuilderError:
+            return ReferenceBuilderError(
+                f"comparing {ref.label}: its process ended without a result (a reference builder, a generated "
+                "module or a fuser must not end its process: raise an Exception instead)",
+                ref.location,
+            )
+
+        # The generated module and the reference builder are user code: a child process of their own.
+        yield process.isolated(_against_torch_one, root, ref, locations, lost=lost)
+
+
+def _against_torch_one(root: Path, ref: BuilderRef, locations: dict) -> BackendDiff:
+    from generator.review import divergence  # imported (torch with it) by against_torch already
+
+    output = project.config(root).output(ref.module)
+    with user_code.running(GeneratedModuleError, output, root):
+        module = import_generated(root, ref.module)
+        ours = build_generated(module, ref, output)
+    theirs = divergence.build_reference(ref.reference, root, ref.location)
+    # Comparing callables calls the user's own (fuser methods): an exit there must not end the run.
+    with user_code.running(ReferenceBuilderError, f"comparing {ref.label}", root, ref.location, exceptions=False):
+        return against_reference(ref, module, ours, theirs, locations)
 
 
 def against_reference(ref: BuilderRef, module, ours, theirs, locations) -> BackendDiff:

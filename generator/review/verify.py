@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
-from generator import project, user_code
+from generator import process, project, user_code
 from generator.errors import GeneratedModuleError, ReferenceBuilderError
 from generator.review.sides import BuilderRef, import_generated
 
@@ -58,9 +58,20 @@ class Verdict:
 
 
 def verify(root: Path, refs: list[BuilderRef], locations: dict, timeout: float | None) -> Iterator[Verdict]:
-    """One Verdict per builder, in the spec's order."""
+    """One Verdict per builder, in the spec's order, each found in a child process of its own: the generated
+    module, its reference builder and the FX flows run user code, which ends with that process whatever it does."""
+    from generator.review import divergence  # noqa: F401 - torch, imported here once: each verdict's process has it
+
     for ref in refs:
-        yield verify_one(root, ref, locations, timeout)
+
+        def lost(ref=ref) -> ReferenceBuilderError:
+            return ReferenceBuilderError(
+                f"verifying {ref.label}: its process ended without a result (a reference builder, a generated "
+                "module or a fuser must not end its process: raise an Exception instead)",
+                ref.location,
+            )
+
+        yield process.isolated(verify_one, root, ref, locations, timeout, lost=lost)
 
 
 def verify_one(root: Path, ref: BuilderRef, locations: dict, timeout: float | None) -> Verdict:
