@@ -135,7 +135,7 @@ def assert_recorded(project: Path, change, before: str, after: str, named: str, 
     done = run_here(project, "check", environment=environment)
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"generated/x86.py: stale: {named}" in done.stdout, done.stdout
-    full = run_here(project, "check", "--full", environment=environment)  # executes the spec: says the same, and the fix
+    full = run_here(project, "check", "--full", environment=environment)  # runs the spec: says the same, and the fix
     assert full.returncode == 1 and f"generated/x86.py: stale: {named}" in full.stdout, full.stdout
     assert full.stdout.rstrip().endswith("fix: python -m generator regenerate") and "edited by hand" not in full.stdout
     done = run_here(project, "regenerate", environment=environment)
