@@ -28,6 +28,7 @@ on standard output.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import pickle
@@ -121,6 +122,23 @@ def isolated(function: Callable, *args, lost: Callable[[], GeneratorError]):
     if found is _LOST:
         raise lost()
     return found
+
+
+def isolated_each(function: Callable, items: list, lost: Callable[[object], GeneratorError]) -> list:
+    """[function(item) for item in items], user code run in one child process for them all (isolated): if
+    it ends without an answer, each item is run again in a child of its own, so that the error, `lost(item)`,
+    names the one whose user code ended it."""
+    if not items or not hasattr(os, "fork"):
+        return [function(item) for item in items]
+    with Forked(_each, function, items, when_lost=_LOST) as child:
+        found = child.result()
+    if found is not _LOST:
+        return found
+    return [isolated(function, item, lost=functools.partial(lost, item)) for item in items]
+
+
+def _each(function: Callable, items: list) -> list:
+    return [function(item) for item in items]
 
 
 _LOST = object()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,19 +57,16 @@ def against_torch(root: Path, refs: list[BuilderRef], locations: dict | None = N
         locations = spec_locations(root, reuse=True)
     from generator.review import divergence  # noqa: F401 - torch, imported here once: each comparison's process has it
 
-    for ref in refs:
-        if ref.reference is None:
-            continue
+    def lost(ref: BuilderRef) -> ReferenceBuilderError:
+        return ReferenceBuilderError(
+            f"comparing {ref.label}: its process ended without a result (a reference builder, a generated "
+            "module or a fuser must not end its process: raise an Exception instead)",
+            ref.location,
+        )
 
-        def lost(ref=ref) -> ReferenceBuilderError:
-            return ReferenceBuilderError(
-                f"comparing {ref.label}: its process ended without a result (a reference builder, a generated "
-                "module or a fuser must not end its process: raise an Exception instead)",
-                ref.location,
-            )
-
-        # The generated module and the reference builder are user code: a child process of their own.
-        yield process.isolated(_against_torch_one, root, ref, locations, lost=lost)
+    # The generated modules and the reference builders are user code: a child process of their own.
+    compared = [ref for ref in refs if ref.reference is not None]
+    yield from process.isolated_each(functools.partial(_against_torch_one, root, locations=locations), compared, lost)
 
 
 def _against_torch_one(root: Path, ref: BuilderRef, locations: dict) -> BackendDiff:

@@ -18,6 +18,7 @@ the functions.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,20 +59,19 @@ class Verdict:
 
 
 def verify(root: Path, refs: list[BuilderRef], locations: dict, timeout: float | None) -> Iterator[Verdict]:
-    """One Verdict per builder, in the spec's order, each found in a child process of its own: the generated
-    module, its reference builder and the FX flows run user code, which ends with that process whatever it does."""
-    from generator.review import divergence  # noqa: F401 - torch, imported here once: each verdict's process has it
+    """One Verdict per builder, in the spec's order, found in a child process: the generated modules, their
+    reference builders and the FX flows run user code, which ends with that process whatever it does."""
+    from generator.review import divergence  # noqa: F401 - torch, imported here once: the child has it
 
-    for ref in refs:
+    def lost(ref: BuilderRef) -> ReferenceBuilderError:
+        return ReferenceBuilderError(
+            f"verifying {ref.label}: its process ended without a result (a reference builder, a generated "
+            "module or a fuser must not end its process: raise an Exception instead)",
+            ref.location,
+        )
 
-        def lost(ref=ref) -> ReferenceBuilderError:
-            return ReferenceBuilderError(
-                f"verifying {ref.label}: its process ended without a result (a reference builder, a generated "
-                "module or a fuser must not end its process: raise an Exception instead)",
-                ref.location,
-            )
-
-        yield process.isolated(verify_one, root, ref, locations, timeout, lost=lost)
+    yield from process.isolated_each(functools.partial(verify_one, root, locations=locations, timeout=timeout),
+                                     refs, lost)  # fmt: skip
 
 
 def verify_one(root: Path, ref: BuilderRef, locations: dict, timeout: float | None) -> Verdict:
