@@ -278,11 +278,15 @@ def test_a_helper_of_the_user_s_in_the_generated_folder_is_an_input(project_with
         '_os.environ.get("X86_DOC", "no doc variable")',
         '_os.getenv("X86_DOC", "no doc variable")',
         '_os.environ["X86_DOC"] if "X86_DOC" in _os.environ else "no doc variable"',
+        'eval(compile("__import__(\'os\').environ.get(\'X86_DOC\', \'no doc variable\')", "<string>", "eval"))',
+        '__import__(_os.name).environ.get(b"X86_DOC", b"no doc variable").decode()',
+        '_os.environ._data.get(b"X86_DOC", b"no doc variable").decode()',
     ],
-    ids=["environ_get", "getenv", "in_and_item"],
+    ids=["environ_get", "getenv", "in_and_item", "through_exec", "posix_environ", "environ_data"],
 )
 def test_an_environment_variable_a_load_read_is_an_input(project_with_only, read):
-    """x86.py reads X86_DOC: set in the environment of the next check, x86.py is stale for it."""
+    """x86.py reads X86_DOC, by os.environ, os.getenv, code it compiled itself, the raw environment
+    (posix.environ) or os.environ's own dict: set in the environment of the next check, x86.py is stale for it."""
     project = project_with_only("x86")
     doc_prefixed(project / "spec" / "x86.py", "_DOC", f"import os as _os\n\n_DOC = {read}\n")
     assert_recorded(project, None, "no doc variable", "from the environment", "environment variable X86_DOC is set now",
@@ -306,24 +310,6 @@ def test_a_load_that_iterated_the_environment_read_all_of_it(project_with_only):
     doc_prefixed(project / "spec" / "x86.py", "_DOC", _EVERY_VARIABLE.replace("\n\n", f"\n\n{setting}", 1))
     named = "the environment (a spec load read all of it) changed"
     assert_recorded(project, None, '"""X86_SET', '"""X86_EXTRA X86_SET', named, environment={"X86_EXTRA": "1"})
-
-
-@pytest.mark.parametrize(
-    "read",
-    [
-        'eval(compile("__import__(\'os\').environ.get(\'X86_DOC\', \'no doc variable\')", "<string>", "eval"))',
-        '__import__(_os.name).environ.get(b"X86_DOC", b"no doc variable").decode()',
-        '_os.environ._data.get(b"X86_DOC", b"no doc variable").decode()',
-    ],
-    ids=["through_exec", "posix_environ", "environ_data"],
-)
-def test_a_variable_read_by_a_back_way_is_an_input(project_with_only, read):
-    """Code the spec compiled itself, the raw environment (posix.environ) and os.environ's own dict read the
-    same variables as os.environ: each read is an input."""
-    project = project_with_only("x86")
-    doc_prefixed(project / "spec" / "x86.py", "_DOC", f"import os as _os\n\n_DOC = {read}\n")
-    assert_recorded(project, None, "no doc variable", "from the environment", "environment variable X86_DOC is set now",
-                    environment={"X86_DOC": "from the environment"})  # fmt: skip
 
 
 _BACK_WAYS = {
