@@ -63,9 +63,33 @@ def keep_own_bytecode() -> None:
             with open(temporary, "wb") as stream:
                 stream.write(marshal.dumps(code))
             os.replace(temporary, entry)
+            prune(kept_in)
         except OSError:
             pass  # an unwritable folder: compiled again next time
         return code
 
     loader.source_to_code = source_to_code
     _kept = True
+
+
+KEPT = 4096  # entries: a few copies of the generator (each of its modules, for each Python and each checkout)
+
+
+def prune(kept_in: str) -> None:
+    """Keep the folder from growing without end (a generator installed at many paths, one Python after another):
+    past KEPT entries, the older half goes. A miss compiles again; nothing else depends on an entry."""
+    names = os.listdir(kept_in)
+    if len(names) <= KEPT:
+        return
+    entries = []
+    for name in names:
+        path = os.path.join(kept_in, name)
+        try:
+            entries.append((os.stat(path).st_mtime_ns, path))
+        except OSError:
+            continue
+    for _, path in sorted(entries)[: len(entries) // 2]:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
