@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable
 
-_WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC  # as reads.py's open events
+WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC  # flags of an open that writes
 _current: Callable[[], object] = lambda: None  # noqa: E731 - the observer of the load under way (install)
 
 
@@ -129,7 +129,7 @@ def _opened(real):
         folder = descriptor_path(dir_fd)
         with observer.quietly():  # the event's path is relative to the folder: not the file's
             fd = real(path, flags, *args, dir_fd=dir_fd, **kwargs)
-        if folder is not None and not flags & _WRITING:
+        if folder is not None and not flags & WRITING:
             with contextlib.suppress(Exception):
                 observer.note_opened_in(folder, path)
         return fd

@@ -45,7 +45,6 @@ _GENERATOR_DIR = str(Path(__file__).resolve().parent.parent) + os.sep
 _STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
 _LISTING_EVENTS = ("os.listdir", "os.scandir")
 _OBSERVED_EVENTS = frozenset(("exec", "open", "sqlite3.connect", *_LISTING_EVENTS))
-_WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 # A module's namespace, read where the import system keeps it: not vars(), which asks the object for its
 # `__dict__` attribute, and a module's class (user code) may make that raise or answer with another dict.
 _namespace = types.ModuleType.__dict__["__dict__"].__get__
@@ -326,7 +325,7 @@ class Observer:
             return
         name = Path(filename[len(self._prefix) :]).as_posix()
         top = name.partition("/")[0]
-        if top in (".git", cache_folder_name()):
+        if top in digests.NOT_INPUTS[:2]:  # .git, .cache
             what = "the repository's own state, which every clone has its own of" if top == ".git" else (
                 "the generator's cache")
         elif name in self._written_by_generator() and not name.endswith("/__init__.py"):
@@ -375,7 +374,7 @@ class Observer:
                 return
             if mode is not None and any(c in mode for c in "wax+"):
                 return  # written, not read
-            if mode is None and isinstance(flags, int) and flags & _WRITING:
+            if mode is None and isinstance(flags, int) and flags & read_hooks.WRITING:
                 return
             filename = os.path.abspath(os.fsdecode(path))
         if self._read is None:
@@ -386,11 +385,6 @@ class Observer:
             if self._outside_relative(filename) is None or not self._asked_by_project_code():
                 return  # the installation's files, or what installed code does outside the project: its own business
         self.note_file(filename, self._read)
-
-
-def cache_folder_name() -> str:
-    """The top folder of the project that holds the generator's caches (.cache)."""
-    return digests.NOT_INPUTS[1]
 
 
 def _installed_part(filename: str, project_prefix: str) -> bool:
