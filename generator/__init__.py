@@ -8,7 +8,7 @@ which imports only from the layers before it:
   are written as Python), `digests`, `files` (atomic writes), `cache` (what a run
   keeps for the next), `project` (where a project keeps its files), `process` (work
   in a forked child), `heap`, `progress`, `user_code` (running user code), `starting`
-  (the files `init` writes to start a project);
+  (the files `init` writes to start a project), `annotations` (GitHub workflow commands);
 - `loading`: spec files -> model, with `dsl`, the vocabulary spec files import;
 - `freshness`: the manifest, and which generated files are out of date;
 - `building`: expansion, validation, rendering, formatting, checks, the matrix;

@@ -25,6 +25,7 @@ TOP_LEVEL = {
     "starting": "base",  # init's start of a project: plain files, written once
     "cache": "base",
     "user_cache": "base",
+    "annotations": "base",  # GitHub workflow commands, for --format github
     "dsl": "loading",  # the spec vocabulary: spec files import it as generator.dsl
     "commands": "commands",
     "cli": "cli", "__main__": "cli",
