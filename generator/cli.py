@@ -228,6 +228,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="bound on each FX flow run (default: 60)",
     )
     verify.add_argument(
+        "--format", choices=("text", "github"), default="text",
+        help="output format: text, or GitHub Actions annotations at the spec lines (github)",
+    )
+    verify.add_argument(
         "backends", nargs="*", metavar="BACKEND", help="backend or module names, e.g. fbgemm onednn (default: all)"
     )
     verify.set_defaults(handler=commands.cmd_verify)

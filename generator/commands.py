@@ -284,7 +284,8 @@ def cmd_verify(args, console) -> int:
         stale = _content_changes(root, stale, console)
     # A generated module that is not what spec/ says is verified as it is (the proof is of what is imported),
     # and fails the run: each such file is a failure line.
-    unfresh = [f"{f.file}: {REASONS[f.state]}" + (f": {'; '.join(f.reasons)}" if f.reasons else "") for f in stale]
+    unfresh = [verify.Line(f"{f.file}: {REASONS[f.state]}" + (f": {'; '.join(f.reasons)}" if f.reasons else ""),
+                           f.file) for f in stale]  # fmt: skip
     verdicts = []
     with progress.Progress("verify") as shown:
         shown.step(f"verifying {len(refs)} backend(s): their reference builders and FX flows")
@@ -292,30 +293,16 @@ def cmd_verify(args, console) -> int:
         for verdict in verify.verify(root, refs, locations, args.timeout):
             advance(verdict.label)
             verdicts.append(verdict)
-    for line in unfresh:
-        console.err.write(console.paint(line, "red", console.err) + "\n")
-    for verdict in verdicts:
-        for line in verdict.failures:
+    report = verify.Report(verdicts, unfresh, fix=FIX_COMMAND)
+    if args.format == "github":
+        for line in report.github(verify.repository_prefix(root)):
+            console.out.write(line + "\n")
+    else:
+        for line in report.errors():
             console.err.write(console.paint(line, "red", console.err) + "\n")
-    for verdict in verdicts:
-        console.say(verdict.summary(), None if verdict.ok else "red")
-    declared = [line for verdict in verdicts for line in verdict.declared]
-    if declared:
-        console.say("declared differences (deliberate, see the spec):")
-        for line in declared:
-            console.say(f"  {line}")
-    failing = [verdict.label for verdict in verdicts if not verdict.ok]
-    if unfresh:
-        console.say(f"verify: generated/ is not what spec/ says ({len(unfresh)} file(s)); fix: {FIX_COMMAND}", "red")
-    if failing:
-        count = sum(len(verdict.failures) for verdict in verdicts)
-        console.say(f"verify: {len(failing)} of {len(verdicts)} backend(s) fail ({count} failure(s)): "
-                    f"{', '.join(failing)}", "red")  # fmt: skip
-        return DIFFERENT
-    if unfresh:
-        return DIFFERENT
-    console.say(f"verify: all {len(verdicts)} backend(s) hold", "green")
-    return OK
+        for line, color in report.text():
+            console.say(line, color)
+    return OK if report.ok else DIFFERENT
 
 
 def _stale_notice(side, fmt: str, old: str, new: str, console) -> bool:

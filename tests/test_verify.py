@@ -56,8 +56,10 @@ def test_verify_passes_on_the_project_s_backends(tmp_path, tmp_path_factory, cap
                             ("test_only_legacy_native", "get_test_only_legacy_native_backend_config")):  # fmt: skip
         (line,) = [line for line in lines if line.startswith(f"{label}: ")]
         assert f"equal to torch.ao.quantization.backend_config.native.{function} field by field" in line
-        assert re.search(r"FX flows ptq, qat, fuse on \d+ of its \d+ patterns: as the reference's$", line), line
-    assert lines[-1] == "verify: all 2 backend(s) hold"
+        flows = r"FX flows ptq, qat, fuse on \d+ of its \d+ patterns \(\d+ not exercised\): as the reference's$"
+        assert re.search(flows, line), line
+    assert re.fullmatch(r"verify: all 2 backend\(s\) hold; \d+ pattern\(s\) not exercised by the FX flows \(listed\)",
+                        lines[-1]), lines[-1]
 
 
 def test_an_unknown_backend_is_one_line_naming_the_known_ones(x86_only, capsys):
@@ -92,7 +94,8 @@ def test_an_edited_generated_module_fails_naming_the_backend_and_the_pattern(x86
     assert "generated/x86.py: edited by hand" in failures[0]
     assert any(line.startswith(reported) for line in failures), err
     if "fuser" in reported:  # the flows show it too: the fused branch differs, named by its pattern
-        assert any(re.match(r"x86: \(nn\.Conv2d, (nn|F)\.(ReLU|relu)\): fuse: differs", line) for line in failures), err
+        fused = r"x86: \(nn\.Conv2d, (nn|F)\.(ReLU|relu)\) \(spec/_common\.py:\d+\): fuse_fx: .*lacks nni\.ConvReLU2d"
+        assert any(re.match(fused, line) for line in failures), err
     assert out.splitlines()[-1].startswith("verify: 1 of 1 backend(s) fail (")
     assert reported not in out  # failures on stderr, the report on stdout
     module.write_text(text)
@@ -104,8 +107,10 @@ def test_a_user_backend_verifies_against_its_own_reference(user_project, capsys)
     assert (code, err) == (0, ""), out + err
     assert out.splitlines() == [
         "user_backend: equal to tests.support.user_builder.get_user_backend_config field by field; FX flows ptq, fuse "
-        "on 9 of its 10 patterns: as the reference's",
-        "verify: all 1 backend(s) hold",
+        "on 9 of its 10 patterns (1 not exercised): as the reference's",
+        "not exercised by the FX flows (or not by all of them):",
+        "  user_backend: 'mean': a function, method or module verify makes no layer of",
+        "verify: all 1 backend(s) hold; 1 pattern(s) not exercised by the FX flows (listed)",
     ]
 
 
@@ -136,11 +141,11 @@ UNDECLARED_LINEAR = (
 
 
 @pytest.mark.parametrize("declared", [True, False], ids=["declared", "undeclared"])
-def test_a_declared_difference_is_named_when_an_fx_flow_fails_because_of_it(user_project, capsys, declared):
+def test_a_raise_that_a_declared_difference_starts_is_listed_as_declared_and_passes(user_project, capsys, declared):
     """nn.Linear's reference module made a conv's: the reference conversion raises with ours, not with the reference's.
 
-    Declared, the failure names the declaration; undeclared, the same failure names none (and the equality
-    proof reports the field).
+    Declared, the raise is what the spec says: listed under the declared differences with its cause, exit 0.
+    Undeclared, the same raise is a failure naming no cause (and the equality proof reports the field).
     """
     spec = user_project / "spec" / "user.py"
     text = spec.read_text()
@@ -152,15 +157,22 @@ def test_a_declared_difference_is_named_when_an_fx_flow_fails_because_of_it(user
     assert cli.main(["--root", str(user_project), "regenerate"]) == 0
     capsys.readouterr()
     code, out, err = run(capsys, user_project, "user_backend")
-    assert code == 1
-    (flow,) = [line for line in err.splitlines() if ": ptq: " in line]
-    assert flow.startswith("user_backend: nn.Linear: ptq: raised AttributeError; the reference's does not")
+    assert code == (0 if declared else 1), out + err
+    (flow,) = [line for line in (out + err).splitlines() if ": prepare_fx, " in line]
+    raised = (
+        r" *user_backend: nn\.Linear \(spec/user\.py:\d+\): prepare_fx, then convert_to_reference_fx: raises "
+        r"AttributeError: '?Linear'? object has no attribute 'in_channels'; the reference's does not"
+    )
+    assert re.match(raised, flow), flow
     cause = "caused by the declared difference: changed nn.Linear (spec/user.py:"
     assert (cause in flow) == declared, flow
     assert flow.endswith("): our linear lowers to a conv kernel") == declared
     if declared:
+        assert err == ""
         assert "  user_backend: declared changed nn.Linear (spec/user.py:" in out
+        assert flow.startswith("  ") and out.index("declared differences") < out.index(flow)
     else:
+        assert flow in err.splitlines()
         assert any(line.startswith("user_backend: nn.Linear: reference_quantized_module") for line in err.splitlines())
 
 
@@ -176,7 +188,8 @@ def test_a_backend_without_a_reference_runs_the_flows_only_and_says_so(tmp_path_
 def test_each_fx_flow_run_is_bounded_in_time(x86_only, capsys):
     code, out, err = run(capsys, x86_only, "--timeout", "0.001")
     assert code == 1
-    assert re.search(r"^x86: (\S.*: )?(ptq|qat|fuse): timed out after 0\.001 s", err, re.M), err
+    assert re.search(r"^x86: (\S.*: )?(prepare_fx|prepare_qat_fx|fuse_fx)(, then \w+)?: timed out after 0\.001 s", err,
+                     re.M), err
     with pytest.raises(SystemExit) as usage:  # argparse's usage error
         run(capsys, x86_only, "--timeout", "0")
     assert usage.value.code == 2

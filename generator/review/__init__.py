@@ -18,11 +18,13 @@ Modules, each importing only those above it in this list:
 - `diff`: the comparisons, against a reference builder (`against_torch`) or between two
   revisions (`against_revision`), one `BackendDiff` per backend.
 - `formats`: how the results print (text, Markdown, JSON).
-- `flows`: torch's FX flows on a small model made of a backend's patterns, bounded in time, and
-  what they must show without a reference (`flow_problems`).
-- `flow_comparison`: those flows with a generated config against its reference's, step by step,
-  with the spec's declared differences named where they are the cause (`compare`).
-- `verify`: `python -m generator verify`, backend by backend: the equality proof (`diff`) and the flows.
+- `flows`: torch's FX flows on a small model made of a backend's patterns, bounded in time, their
+  steps in torch's words, what they found (`Finding`) and the patterns they do not exercise.
+- `flow_comparison`: those flows recorded step by step, with a generated config against its
+  reference's (`compare`, the spec's declared differences named where they are the cause), or
+  without a reference against the float model (`against_float`).
+- `verify`: `python -m generator verify`, backend by backend: the equality proof (`diff`) and the flows,
+  and its report (text, or GitHub Actions annotations).
 `identity`, `callables`, `equality`, `changes` and `divergence` import torch; `sides`, `diff`,
 `flows`, `flow_comparison` and `verify` import it only inside the functions that build configs;
 `results` and `formats` never do.

@@ -4,25 +4,22 @@ A backend's patterns that can be made into layers (module classes such as nn.Lin
 nn.Conv2d, nn.BatchNorm2d and elementwise activations; elementwise and binary functions
 such as F.relu or operator.add) become one small model, one branch per pattern
 (`branches`), each branch quantized with observers that its own static int8 dtype
-config accepts (`qconfig`). The flows: "ptq" (prepare_fx, calibration,
-convert_to_reference_fx and convert_fx), "qat" (prepare_qat_fx, one training step, the
-reference conversion) where QAT modules exist, and "fuse" (fuse_fx) where fusions exist.
-
-- With a reference builder: each flow runs with the generated config and with the
-  reference's, and must agree step by step, but where a declared difference of the spec
-  is the cause (`generator.review.flow_comparison`).
-- Without one (`check`): the flows must run, and show the backend's patterns taking
-  effect (fused, QAT and reference quantized modules; finite outputs of the right shape).
+config accepts (`qconfig`). The flows (`STEPS`, named by torch's calls): "ptq"
+(prepare_fx with calibration, convert_to_reference_fx, convert_fx), "qat" (prepare_qat_fx
+with one training step, convert_to_reference_fx) where QAT modules exist, and "fuse"
+(fuse_fx) where fusions exist. `generator.review.flow_comparison` records them and holds
+them against the reference's flows, or the float model's outputs; what it finds is a
+`Finding` on a pattern. The patterns no flow runs on are listed with the reason
+(`unexercised`), so that a report says what it did not check.
 
 Every flow run is bounded in time (`bounded`: SIGALRM, in the main thread). torch is
 imported inside the functions only. tests/support/backend_checks.py and
-tests/test_fx_flows.py use these pieces too (`branches`, `run_flows`, `no_stack_traces`, ...).
+tests/test_fx_flows.py use these pieces too (`branches`, `no_stack_traces`, ...).
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import functools
 import operator
@@ -153,7 +150,11 @@ def _module_classes():
             self.function, self.binary = function, binary
 
         def forward(self, x):
-            return self.function(x, x) if self.binary else self.function(x)
+            if self.binary:
+                return self.function(x, x)
+            if self.function is _dropout():  # F.dropout drops in eval mode too unless told
+                return self.function(x, training=self.training)
+            return self.function(x)
 
     class Branches(nn.Module):
         """b0, b1, ...: one branch per pattern, each on its own input."""
@@ -169,6 +170,12 @@ def _module_classes():
             return [getattr(self, f"b{index}")(inputs[index]) for index in range(self.count)]
 
     return Applied, Branches
+
+
+def _dropout():
+    import torch.nn.functional as F
+
+    return F.dropout
 
 
 def _elementwise_modules() -> tuple:
@@ -308,17 +315,21 @@ def qconfig_mapping(found: list[Branch], qat: bool):
 
 
 # ---------------------------------------------------------------------------
-# The flows
+# The flows: their steps in torch's words, and what verify found in them
 # ---------------------------------------------------------------------------
 
+# Each flow's steps, named by the torch call that makes each one; "ptq" calibrates in its first step.
+STEPS = {
+    "ptq": ("prepare_fx", "convert_to_reference_fx", "convert_fx"),
+    "qat": ("prepare_qat_fx", "convert_to_reference_fx"),
+    "fuse": ("fuse_fx",),
+}
 
-@dataclasses.dataclass
-class FlowResult:
-    """What a flow produced: the graph code of each stage, the modules, and the outputs."""
 
-    codes: list[str]
-    modules: list[str]
-    outputs: list
+def step_title(flow: str, step: str) -> str:
+    """A step as the calls that lead to it: `prepare_qat_fx`, `prepare_qat_fx, then convert_to_reference_fx`."""
+    first = STEPS[flow][0]
+    return first if step == first else f"{first}, then {step}"
 
 
 def wanted_flows(found: list[Branch]) -> tuple[str, ...]:
@@ -328,11 +339,24 @@ def wanted_flows(found: list[Branch]) -> tuple[str, ...]:
     )
 
 
-def run_flows(found: list[Branch], backend_config) -> dict[str, tuple[FlowResult, object]]:
-    """{flow: (result, final model)} for ptq, and qat and fuse where the patterns call for them."""
-    steps = {"ptq": _ptq, "qat": _qat, "fuse": _fuse}
-    with no_stack_traces():
-        return {flow: steps[flow](found, backend_config) for flow in wanted_flows(found)}
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """What a flow showed on one pattern (or on the whole model: pattern ""), in torch's and the author's words."""
+
+    pattern: str
+    step: str  # step_title(): the torch calls that lead to it
+    detail: str
+    causes: tuple = ()  # the declarations (generator.building.expansion.Declaration) of the pattern
+    failure: bool = True  # False: a difference that the declarations explain
+
+    def line(self, label: str, location: str | None = None) -> str:
+        where = f"{self.pattern} ({location}): " if self.pattern and location else (
+            f"{self.pattern}: " if self.pattern else ""
+        )
+        cause = "; ".join(
+            f"caused by the declared difference: {d.kind} {d.pattern} ({d.location}): {d.reason}" for d in self.causes
+        )
+        return f"{label}: {where}{self.step}: {self.detail}" + (f"; {cause}" if cause else "")
 
 
 def calibrated(found, backend_config):
@@ -347,14 +371,6 @@ def calibrated(found, backend_config):
     return prepared, inputs
 
 
-def _ptq(found, backend_config):
-    from torch.ao.quantization.quantize_fx import convert_to_reference_fx
-
-    prepared, inputs = calibrated(found, backend_config)
-    converted = convert_to_reference_fx(copy.deepcopy(prepared), backend_config=backend_config)
-    return _result([prepared, converted], converted, inputs), converted
-
-
 def trained(found, backend_config):
     import torch
     from torch.ao.quantization.quantize_fx import prepare_qat_fx
@@ -362,7 +378,8 @@ def trained(found, backend_config):
     model, inputs = model_and_inputs(found)
     prepared = prepare_qat_fx(model.train(), qconfig_mapping(found, qat=True), (inputs,), backend_config=backend_config)
     loss = sum(out.sum() for out in prepared(inputs))
-    loss.backward()
+    if loss.requires_grad:  # a model of functions alone has no parameter to train
+        loss.backward()
     with torch.no_grad():  # one plain SGD step (torch.optim's first use imports torch._dynamo: seconds)
         for parameter in prepared.parameters():
             if parameter.grad is not None:
@@ -370,84 +387,48 @@ def trained(found, backend_config):
     return prepared, inputs
 
 
-def _qat(found, backend_config):
-    from torch.ao.quantization.quantize_fx import convert_to_reference_fx
-
-    prepared, inputs = trained(found, backend_config)
-    converted = convert_to_reference_fx(copy.deepcopy(prepared).eval(), backend_config=backend_config)
-    result = _result([prepared, converted], converted, inputs)
-    result.modules.insert(0, str(prepared))
-    return result, prepared
-
-
-def _fuse(found, backend_config):
-    from torch.ao.quantization.quantize_fx import fuse_fx
-
-    model, inputs = model_and_inputs(found)
-    fused = fuse_fx(model.eval(), backend_config=backend_config)
-    return _result([fused], fused, inputs), fused
-
-
-def _result(stages, final, inputs) -> FlowResult:
-    import torch
-
-    with torch.no_grad():
-        outputs = [out.detach() for out in final(inputs)]
-    return FlowResult([stage.code for stage in stages], [str(stage) for stage in stages], outputs)
-
-
-# ---------------------------------------------------------------------------
-# Without a reference: the flows must run and show the patterns taking effect
-# ---------------------------------------------------------------------------
-
-
-def flow_problems(backend_config, found: list[Branch] | None = None) -> list[str]:
-    """What the FX flows show going wrong with the config's own patterns ([] when they work)."""
-    import torch
-
-    found = branches(backend_config) if found is None else found
-    if not found:
-        return ["no pattern of this backend could be made into a model to run FX flows on"]
-    problems = []
-    results = run_flows(found, backend_config)
-    float_model, inputs = model_and_inputs(found)
-    with torch.no_grad():
-        expected = float_model.eval()(inputs)
-    ptq, converted = results["ptq"]
-    if "quantize_per_tensor" not in ptq.codes[-1]:
-        problems.append("ptq: convert_to_reference_fx inserted no quantize_per_tensor")
-    for index, branch in enumerate(found):
-        problems += _branch_problems(index, branch, results)
-    for name, (result, _) in results.items():
-        for out, want in zip(result.outputs, expected, strict=True):
-            if out.shape != want.shape or not torch.isfinite(out).all():
-                problems.append(f"{name}: output {tuple(out.shape)} against {tuple(want.shape)} or not finite")
-    if "fuse" in results and not all(torch.equal(a, b) for a, b in zip(results["fuse"][0].outputs, expected)):
-        problems.append("fuse: the fused model does not compute what the float model computes")
-    return problems
-
-
-def _branch_problems(index: int, branch: Branch, results) -> list[str]:
-    import torch.nn as nn
-
-    wanted = [("ptq", branch.reference_module), ("qat", branch.qat_module), ("fuse", branch.fused_module)]
-    problems = []
-    for flow, cls in wanted:
-        if cls is None or flow not in results:
-            continue
-        model = results[flow][1]
-        held = [m for name, m in model.named_modules() if name.startswith(f"b{index}.") or name == f"b{index}"]
-        if any(isinstance(m, cls) for m in held):
-            continue
-        if flow == "fuse" and any(p in _batch_norms() for p in branch.pattern):
-            # fuse_fx in eval mode folds a BatchNorm into the module before it (a plain Conv2d, not a ConvBn2d)
-            if not any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in held):
-                continue
-        problems.append(f"{flow}: branch b{index} {branch.label or branch.pattern} holds no {cls.__name__}")
-    return problems
-
-
-def _batch_norms() -> tuple:
+def batch_norms() -> tuple:
     import torch.nn as nn
 
     return (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+
+
+# ---------------------------------------------------------------------------
+# Coverage: the patterns no flow runs on, each with the reason
+# ---------------------------------------------------------------------------
+
+
+def unexercised(backend_config, found: list[Branch]) -> list[tuple[str, str]]:
+    """(pattern, why no flow exercises it) for each pattern that is no branch and that no branch makes.
+
+    A fused or QAT module (nni.ConvReLU2d, nnqat.Linear) is exercised when a branch's fusion or
+    prepare_qat_fx makes it.
+    """
+    from generator.review.equality import pattern_label
+
+    made = {b.label for b in found}
+    reached = {m for b in found for m in (b.fused_module, b.qat_module) if m is not None}
+    listed = []
+    for config in backend_config.configs:
+        label = pattern_label(config)
+        if label in made or config.pattern in reached:
+            continue
+        listed.append((label, _why_not(config)))
+    return listed
+
+
+def _why_not(config) -> str:
+    if config.pattern is None:
+        return "a pattern in torch's nested format (an op and its inputs): verify makes no model of it"
+    pattern = config.pattern if isinstance(config.pattern, tuple) else (config.pattern,)
+    for part in pattern:
+        if isinstance(part, type) and part.__module__.startswith("torch.ao.nn"):
+            return "a fused or QAT module that no fusion or QAT swap among the exercised patterns makes"
+        if not _makeable(part):
+            return "a function, method or module verify makes no layer of"
+    if _input_shape(pattern[0]) is None:
+        return "a module verify makes no input for"
+    return (
+        "no static int8 dtype config (dynamic, weight-only, float16 or fixed-qparams): verify's flows quantize "
+        "with static int8 observers"
+    )

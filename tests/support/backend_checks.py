@@ -28,7 +28,7 @@ from torch.ao.quantization.backend_config import ObservationType
 
 from generator.importer import factories
 from generator.model import CONSTRAINT_BOUNDS, Call, FunctionDef, TorchRef
-from generator.review import callables, flows
+from generator.review import callables, flow_comparison, flows
 from generator.review.divergence import torch_key
 
 # ---------------------------------------------------------------------------
@@ -164,11 +164,15 @@ def _resolved_callable(value, module):
 # what `python -m generator verify` runs on a backend without a reference)
 # ---------------------------------------------------------------------------
 
-Branch, branches, run_flows, model_and_inputs = flows.Branch, flows.branches, flows.run_flows, flows.model_and_inputs
-qconfig, qconfig_mapping, FlowResult = flows.qconfig, flows.qconfig_mapping, flows.FlowResult
+branches, record_flow, same = flows.branches, flow_comparison.record_flow, flow_comparison.same
 
 
 def flow_problems(builder) -> list[str]:
     """What the FX flows show going wrong with the builder's own patterns ([] when they work)."""
-    problems = flows.flow_problems(builder.ours()())
-    return [f"{builder.id}: {problem}" if problem.startswith("no pattern") else problem for problem in problems]
+    config = builder.ours()()
+    found = flows.branches(config)
+    if not found:
+        return [f"{builder.id}: no pattern of this backend could be made into a model to run FX flows on"]
+    with flows.quiet_flows():
+        failures, _ = flow_comparison.against_float(config, found, None)
+    return [failure.line(builder.id) for failure in failures]
