@@ -177,9 +177,10 @@ class Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     root_help = "project root, the folder holding spec/ (default: the nearest one at or above the current folder)"
     parser = Parser(
-        prog="python -m generator",
+        prog=program_name(),
         description="Expand spec/ into flat, explicit BackendConfig modules in generated/.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {project.VERSION}")
     parser.add_argument("--root", type=Path, default=None, help=root_help)
     # --root is accepted after the command too; SUPPRESS keeps an absent one from
     # overwriting the value given before the command.
@@ -242,6 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
     regenerate.set_defaults(handler=commands.cmd_regenerate)
     check.set_defaults(handler=commands.cmd_check)
     return parser
+
+
+def program_name() -> str:
+    """How the command was run: the console script by its name, else `python -m generator`."""
+    return project.COMMAND if Path(sys.argv[0]).name == project.COMMAND else "python -m generator"
 
 
 def add_init(subparsers) -> None:

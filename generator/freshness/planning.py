@@ -65,6 +65,7 @@ class Status:
 
     state: str
     reasons: tuple[str, ...] = ()
+    as_recorded: bool = False  # the file holds what the manifest records for it (fresh, or stale by its inputs)
 
 
 def plan(root: Path, recorded: manifest.Manifest | None = None) -> list[Target]:
@@ -149,8 +150,9 @@ def status(target: Target, recorded: manifest.Manifest | None) -> Status:
         if not digests.is_utf8(target.output):
             return Status("edited", ("it is not UTF-8 text, as regenerate writes it",))
         return Status("edited", ("its content is not what regenerate wrote",))
-    reasons = changed_inputs(recorded.made_from(entry), dict(target.made_from))
-    return Status("stale", reasons) if reasons else Status("fresh")
+    now = {name: digest for name, digest in target.made_from if not digests.is_environmental(name)}
+    reasons = changed_inputs(recorded.made_from(entry), now)
+    return Status("stale" if reasons else "fresh", reasons, as_recorded=True)
 
 
 def changed_inputs(before: dict[str, str | None], now: dict[str, str]) -> tuple[str, ...]:
