@@ -7,7 +7,10 @@ names the tool version that wrote the tree against the one installed.
 """
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -140,3 +143,47 @@ def test_a_proof_holds_only_while_the_files_its_load_read_are_as_read(one_path_p
     (one_path_project / "x86_doc.txt").write_text("Another doc.")
     code, out = run(capsys, "--root", str(one_path_project), "check")
     assert code == 1 and "generated/x86.py: stale" in out and '+"""Another doc."""' in out, out
+
+
+def test_check_from_spec_with_the_generator_through_a_symbolic_link_and_no_bytecode(one_path_project, tmp_path):
+    """A monorepo imports the tool through a symbolic link inside the repository, in a container that writes no
+    bytecode: the generator's own frames are named by the link's path, and its reads of its cache are its own."""
+    shutil.copytree(ROOT / "generator", tmp_path / "vendor" / "generator", ignore=shutil.ignore_patterns("__pycache__"))
+    (one_path_project / "third_party").mkdir()
+    (one_path_project / "third_party" / "tool").symlink_to(tmp_path / "vendor")
+    shutil.rmtree(one_path_project / ".cache")  # a fresh clone
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(one_path_project / "third_party" / "tool"))
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-m", "generator", "check"], cwd=one_path_project / "spec", env=env,
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert (done.returncode, done.stdout, done.stderr) == (0, "2 generated files are up to date\n", "")
+
+
+WITHOUT_TORCH = """
+import sys
+
+class NoTorch:  # an interpreter where torch is not installed
+    @staticmethod
+    def find_spec(name, *args):
+        if name.partition(".")[0] == "torch":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, NoTorch)
+sys.argv = ["backend-config-generator", *sys.argv[1:]]
+from generator.__main__ import run
+sys.exit(run())
+"""
+
+
+def test_a_fresh_clone_proves_its_files_without_torch(one_path_project):
+    """Proving what this environment writes renders and formats; it checks no torch name, so check needs no torch
+    (an interpreter that has only the tool, black and Jinja2: CI's check step, or another Python)."""
+    shutil.rmtree(one_path_project / ".cache")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_TORCH, "check"], cwd=one_path_project, env=env, capture_output=True, text=True
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "2 generated files are up to date\n", "")
+    assert not (one_path_project / ".cache" / "generator" / "torch-names").exists()
