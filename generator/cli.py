@@ -266,6 +266,11 @@ def add_init(subparsers) -> None:
         "--package", metavar="NAME", help="import name of the generated modules, e.g. acme_quant.backend_configs "
         "(default: the --generated folder's path; generated)"
     )
+    init.add_argument(
+        "--install", metavar="PIP_ARGS", help="how CI installs the tool, as pip's arguments, e.g. "
+        "'backend-config-generator @ git+https://github.com/acme/backend-config-generator@v0.1.0' (default: as "
+        "pyproject.toml's dependencies name it, else where this one was installed from)"
+    )
     init.set_defaults(handler=commands.cmd_init)
 
 

@@ -482,7 +482,7 @@ def cmd_init(args, console) -> int:
     from generator import starting
 
     options = {"specs": args.specs, "generated": args.generated, "package": args.package}
-    start = starting.plan(args.root, options, Path.cwd(), root_given=args.root_given)
+    start = starting.plan(args.root, options, Path.cwd(), root_given=args.root_given, install=args.install)
     for line in starting.write(args.root, start):
         console.say(line, "green" if line.startswith("written") else None)
     console.say(f"next: {start.next_command}")
