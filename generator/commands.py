@@ -64,11 +64,8 @@ def _regenerate(args, console) -> int:
     recorded = manifest.read(root)
     targets = planning.plan(root, recorded)
     # The files whose inputs changed are built even when proven: a manifest that is rewritten records them anew.
-    stale = [
-        t
-        for t in targets
-        if args.force or planning.status(t, recorded).state != "fresh" or proofs.settled(t, recorded).state != "fresh"
-    ]
+    settled = {t.name: proofs.settled(t, recorded) for t in targets}
+    stale = [t for t in targets if args.force or settled[t.name].state != "fresh" or settled[t.name].reasons]
     modules, texts = None, {}
     if stale:
         modules, texts = build_with_progress("regenerate", root, stale, args.jobs, reuse=not args.force, keep=True)
@@ -200,17 +197,14 @@ def _compared(root: Path, targets, observed, texts: dict[str, str], statuses: di
     observed = {t.name: t for t in observed}
     for target in targets:
         status = statuses[target.name]
-        if target.name not in texts:
-            continue
-        same = target.output.exists() and digests.same_text(target.output, texts[target.name])
-        if same and status.as_recorded:
+        if target.name not in texts or not status.as_recorded:
+            continue  # missing, edited, or not recorded: as the manifest says
+        if digests.same_text(target.output, texts[target.name]):
             proofs.keep(target, observed[target.name], texts[target.name])
-            found[target.name] = planning.Status("fresh", as_recorded=True)
-        elif same:
-            found[target.name] = status
-        elif status.state in ("fresh", proofs.UNPROVEN) and not status.reasons:
+            found[target.name] = planning.Status("fresh", status.reasons, as_recorded=True)
+        elif not status.reasons:
             found[target.name] = planning.Status("stale", (_writers(root),))
-        elif status.state == proofs.UNPROVEN:
+        else:
             found[target.name] = planning.Status("stale", status.reasons)
     return found
 

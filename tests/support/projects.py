@@ -131,9 +131,8 @@ def with_session_caches(project: Path) -> Path:
     for kind, entries in session_caches():
         kept = cache.Cache(project, kind)
         kept.folder.mkdir(parents=True, exist_ok=True)
-        for entry in entries:  # a proof of its own (a reduced project's matrix) stays: the session's is of another
-            if kind != cache.PROOFS or not (kept.folder / entry.name).exists():
-                shutil.copy(entry, kept.folder / entry.name)
+        for entry in entries:
+            shutil.copy(entry, kept.folder / entry.name)
     return project
 
 
