@@ -178,8 +178,9 @@ def cmd_check(args, console) -> int:
     if not problems and not orphaned and manifest_problem is None:
         console.say(f"{len(targets)} generated files are up to date", "green")
         return OK
-    # The slow path (torch names, black) runs only once something is wrong, to show the fix.
-    wrong = [t for t in targets if t.name in problems and t.name not in (texts or {})]
+    # The slow path (torch names, black) runs only once something is wrong, to show the fix; a file the proof
+    # rendered without checking torch names is built again with them, so that a wrong name is said first.
+    wrong = [t for t in targets if t.name in problems and (t.name not in (texts or {}) or t in unproven)]
     if wrong:
         _, more = build_with_progress("check", root, wrong, args.jobs, reuse=True, keep=True)
         texts = {**(texts or {}), **more}
