@@ -1,4 +1,10 @@
-"""`python -m generator`: see generator.cli."""
+"""`python -m generator` and the `backend-config-generator` command: see generator.cli.
+
+`python -m generator` imports `generator` from the current folder first: a module or package named
+`generator` at a repository's root runs instead of this one. The console script `backend-config-generator`
+(pyproject.toml's [project.scripts], `run`) has its own folder first on sys.path, so it imports the installed
+package whatever folder it runs in.
+"""
 
 import sys
 
@@ -15,27 +21,30 @@ def _without_the_current_folder() -> None:
         del sys.path[0]  # that entry alone: PYTHONPATH may name the same folder, on purpose
 
 
-_without_the_current_folder()
+def run() -> int:
+    """One command, from sys.argv; its exit code."""
+    _without_the_current_folder()
+    try:
+        from generator import user_cache  # the standard library's modules only, as load_server's
 
-try:
-    from generator import user_cache  # the standard library's modules only, as load_server's
+        user_cache.keep_own_bytecode()  # where PYTHONDONTWRITEBYTECODE leaves no .pyc: before the other imports
+        from generator.loading import load_server
 
-    user_cache.keep_own_bytecode()  # where PYTHONDONTWRITEBYTECODE leaves no .pyc: before the other imports
-    from generator.loading import load_server
+        load_server.start_early(sys.argv[1:])  # the spec loads' server boots while this process imports the rest
+        from generator import heap
 
-    load_server.start_early(sys.argv[1:])  # the spec loads' server boots while this process imports the rest
-    from generator import heap
-
-    heap.collect_rarely()  # before the imports, which allocate most of a run's objects
-    from generator.cli import main
-except KeyboardInterrupt:  # Ctrl-C while the generator starts: one line, as once it runs
-    if "load_server" in globals():
+        heap.collect_rarely()  # before the imports, which allocate most of a run's objects
+        from generator.cli import main
+    except KeyboardInterrupt:  # Ctrl-C while the generator starts: one line, as once it runs
+        if "load_server" in locals():
+            load_server.stop()
+        sys.stderr.write("error: interrupted; every file is its old or its new version\n")
+        return 130
+    try:
+        return main()
+    finally:
         load_server.stop()
-    sys.stderr.write("error: interrupted; every file is its old or its new version\n")
-    sys.exit(130)
 
-try:
-    code = main()
-finally:
-    load_server.stop()
-sys.exit(code)
+
+if __name__ == "__main__":
+    sys.exit(run())

@@ -177,9 +177,10 @@ class Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     root_help = "project root, the folder holding spec/ (default: the nearest one at or above the current folder)"
     parser = Parser(
-        prog="python -m generator",
+        prog=program_name(),
         description="Expand spec/ into flat, explicit BackendConfig modules in generated/.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {project.VERSION}")
     parser.add_argument("--root", type=Path, default=None, help=root_help)
     # --root is accepted after the command too; SUPPRESS keeps an absent one from
     # overwriting the value given before the command.
@@ -248,6 +249,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def program_name() -> str:
+    """How the command was run: the console script by its name, else `python -m generator`."""
+    return project.COMMAND if Path(sys.argv[0]).name == project.COMMAND else "python -m generator"
+
+
 def add_init(subparsers) -> None:
     init = subparsers.add_parser(
         "init", help="start a project here (or in --root DIR): the pyproject.toml table, an example spec, "
@@ -263,6 +269,11 @@ def add_init(subparsers) -> None:
     init.add_argument(
         "--package", metavar="NAME", help="import name of the generated modules, e.g. acme_quant.backend_configs "
         "(default: the --generated folder's path; generated)"
+    )
+    init.add_argument(
+        "--install", metavar="PIP_ARGS", help="how CI installs the tool, as pip's arguments, e.g. "
+        "'backend-config-generator @ git+https://github.com/acme/backend-config-generator@v0.1.0' (default: as "
+        "pyproject.toml's dependencies name it, else where this one was installed from)"
     )
     init.set_defaults(handler=commands.cmd_init)
 

@@ -18,7 +18,7 @@ import functools
 from pathlib import Path
 
 from generator import cache, digests, errors, files, progress, project
-from generator.freshness import manifest, planning
+from generator.freshness import manifest, planning, proofs
 
 OK, DIFFERENT = 0, 1
 FIX_COMMAND = "python -m generator regenerate"
@@ -63,7 +63,9 @@ def _regenerate(args, console) -> int:
     root = args.root
     recorded = manifest.read(root)
     targets = planning.plan(root, recorded)
-    stale = [t for t in targets if args.force or planning.freshness(t, recorded) != "fresh"]
+    # The files whose inputs changed are built even when proven: a manifest that is rewritten records them anew.
+    settled = {t.name: proofs.settled(t, recorded) for t in targets}
+    stale = [t for t in targets if args.force or settled[t.name].state != "fresh" or settled[t.name].reasons]
     modules, texts = None, {}
     if stale:
         modules, texts = build_with_progress("regenerate", root, stale, args.jobs, reuse=not args.force, keep=True)
@@ -76,7 +78,19 @@ def _regenerate(args, console) -> int:
             console.warn(f"{path.relative_to(root)}: its spec file is gone, but it was edited by hand: left alone")
     forgotten = [path for path in orphans if path not in removed]
     _report(console, manifest.write_outputs(root, targets, texts, remove=removed, forget=forgotten))
+    _keep_proofs(root, targets, texts)
     return OK
+
+
+def _keep_proofs(root: Path, observed, texts: dict[str, str]) -> None:
+    """Keep this environment's proof of each file just built that now holds its text, under its inputs as the
+    next run plans them (from the manifest as now written)."""
+    if not texts:
+        return
+    planned = {t.name: t for t in planning.plan(root)}
+    for target in observed:
+        if target.name in texts and target.name in planned and digests.same_text(target.output, texts[target.name]):
+            proofs.keep(planned[target.name], target, texts[target.name])
 
 
 def cmd_matrix(args, console) -> int:
@@ -95,7 +109,7 @@ def _matrix(args, console) -> int:
             f'{project.PYPROJECT}: [tool.{project.TABLE}] matrix is "": this project keeps no support matrix'
         )
     texts = {}
-    if args.stdout or args.force or planning.freshness(matrix[0]) != "fresh":
+    if args.stdout or args.force or proofs.settled(matrix[0], manifest.read(root)).state != "fresh":
         modules, texts = build_with_progress("matrix", root, matrix, jobs=1)
         every = _observed(every, modules)
         matrix = [t for t in every if t.is_matrix]
@@ -103,15 +117,19 @@ def _matrix(args, console) -> int:
         console.out.write(texts[planning.MATRIX])
     else:
         _report(console, manifest.write_outputs(root, matrix, texts, every=every))
+        _keep_proofs(root, matrix, texts)
     return OK
 
 
-def build_with_progress(command: str, root: Path, targets, jobs: int, reuse: bool = False, keep: bool = False):
+def build_with_progress(
+    command: str, root: Path, targets, jobs: int, reuse: bool = False, keep: bool = False, validate: bool = True
+):
     """pipeline.load_and_build, with a progress line on a terminal: seconds when torch or black start cold.
 
     `reuse`: trust the recorded reads of unchanged spec files, as a plain regenerate trusts the
     manifest; --force and check --full execute every spec file. `keep`: keep the loads made for
-    later runs (regenerate, --force included: it fills the caches).
+    later runs (regenerate, --force included: it fills the caches). `validate`: check torch names (see
+    pipeline.load_and_build) and that the names the modules import import from anywhere.
     """
     from generator.loading import loader
 
@@ -121,8 +139,9 @@ def build_with_progress(command: str, root: Path, targets, jobs: int, reuse: boo
         from generator.building import importability, pipeline
 
         built = shown.counter("built", len(targets))
-        modules, texts = pipeline.load_and_build(root, targets, jobs, loads, built=built)
-    importability.require_importable_anywhere(modules)  # before anything is written
+        modules, texts = pipeline.load_and_build(root, targets, jobs, loads, built=built, validate=validate)
+    if validate:
+        importability.require_importable_anywhere(modules)  # before anything is written
     return modules, texts
 
 
@@ -147,21 +166,24 @@ def cmd_check(args, console) -> int:
     if args.full:
         modules, texts = build_with_progress("check", root, targets, args.jobs)
     report_lint(console, lint_findings(root, targets, modules), args.strict)
-    statuses = {t.name: planning.status(t, recorded) for t in targets}
+    statuses = {t.name: proofs.settled(t, recorded) for t in targets}
+    unproven = [t for t in targets if statuses[t.name].state == proofs.UNPROVEN]
+    if texts is None and unproven:  # rendered once in this environment, to prove the bytes on disk (without torch)
+        modules, texts = build_with_progress("check", root, unproven, args.jobs, reuse=True, keep=True, validate=False)
     if texts is not None:
-        statuses = _full_comparison(targets, texts, statuses)
+        statuses = _compared(root, targets, _observed(targets, modules), texts, statuses)
     problems = {name: status for name, status in statuses.items() if status.state != "fresh"}
     orphaned = planning.orphans(root, targets, recorded)
-    # --full knows what the loads read: the manifest must record exactly that.
-    observed = _observed(targets, modules) if modules is not None else targets
-    manifest_problem = None if problems else _manifest_problem(root, observed, recorded, texts)
+    manifest_problem = None if problems else _manifest_problem(root, targets, recorded)
     if not problems and not orphaned and manifest_problem is None:
         console.say(f"{len(targets)} generated files are up to date", "green")
         return OK
-    # The slow path (torch names, black) runs only once something is wrong, to show the fix.
-    if texts is None and problems:
-        wrong = [t for t in targets if t.name in problems]
-        _, texts = build_with_progress("check", root, wrong, args.jobs, reuse=True, keep=True)
+    # The slow path (torch names, black) runs only once something is wrong, to show the fix; a file the proof
+    # rendered without checking torch names is built again with them, so that a wrong name is said first.
+    wrong = [t for t in targets if t.name in problems and (t.name not in (texts or {}) or t in unproven)]
+    if wrong:
+        _, more = build_with_progress("check", root, wrong, args.jobs, reuse=True, keep=True)
+        texts = {**(texts or {}), **more}
     _explain(root, targets, problems, orphaned, console, texts or {}, recorded)
     if manifest_problem is not None:
         _explain_manifest(root, manifest_problem, console)
@@ -169,26 +191,36 @@ def cmd_check(args, console) -> int:
     return DIFFERENT
 
 
-def _full_comparison(targets, texts: dict[str, str], statuses: dict) -> dict:
-    """Byte comparison with a fresh render; the manifest explains any difference."""
-    found = {}
+def _compared(root: Path, targets, observed, texts: dict[str, str], statuses: dict) -> dict:
+    """Byte comparison of the files rendered in this run: one the manifest records that holds what this environment
+    renders is fresh (and proven, for the next run); one that does not is stale, or edited when the manifest holds."""
+    found = dict(statuses)
+    observed = {t.name: t for t in observed}
     for target in targets:
         status = statuses[target.name]
-        if target.output.exists() and digests.same_text(target.output, texts[target.name]):
-            found[target.name] = planning.Status("fresh")
-        elif status.state == "fresh":
-            found[target.name] = planning.Status("edited", ("its content is not what regenerate writes",))
+        if target.name not in texts or not status.as_recorded:
+            continue  # missing, edited, or not recorded: as the manifest says
+        if digests.same_text(target.output, texts[target.name]):
+            proofs.keep(target, observed[target.name], texts[target.name])
+            found[target.name] = planning.Status("fresh", status.reasons, as_recorded=True)
+        elif not status.reasons:
+            found[target.name] = planning.Status("stale", (_writers(root),))
         else:
-            found[target.name] = status
+            found[target.name] = planning.Status("stale", status.reasons)
     return found
 
 
-def _manifest_problem(root: Path, targets, recorded, texts) -> str | None:
+def _writers(root: Path) -> str:
+    """Why a file whose inputs are as recorded would change: this tool (or black, or Jinja2) writes it otherwise."""
+    recorded = manifest.read(root)
+    wrote = recorded.written_by if recorded is not None and recorded.written_by else "an older tool"
+    return f"this environment writes it otherwise (written by {wrote}; installed: {manifest.WRITER})"
+
+
+def _manifest_problem(root: Path, targets, recorded) -> str | None:
     """The manifest regenerate would write, when it differs from the one on disk (all outputs fresh)."""
-    written = {t.relative: digests.text_digest(texts[t.name]) for t in targets} if texts else {}
-    expected = manifest.updated(recorded, {t.relative: dict(t.made_from) for t in targets}, written).text()
-    path = root / manifest.path_in(root)
-    return None if path.exists() and digests.same_text(path, expected) else expected
+    expected = manifest.updated(recorded, {t.relative: dict(t.made_from) for t in targets}, {})
+    return None if recorded is not None and expected.text() == recorded.text() else expected.text()
 
 
 def _explain(root, targets, problems, orphaned, console, texts: dict[str, str], recorded) -> None:
@@ -199,18 +231,16 @@ def _explain(root, targets, problems, orphaned, console, texts: dict[str, str], 
         status = problems[target.name]
         current_text = digests.lenient_text(target.output) if target.output.exists() else None
         known = recorded is not None and target.relative in recorded.outputs
-        if status.state == "stale" and known and current_text == texts[target.name]:
-            # Re-rendered to know: an input changed in a way that does not reach this file.
-            changed = "; ".join(status.reasons)
-            console.say(f"{relative}: inputs changed ({changed}), content unchanged: {same_output_fix(root)}")
-            continue
         if status.state == "edited" and current_text == texts[target.name]:
             # Not a hand edit: a regenerate killed between writing the files and the manifest.
             unfinished = "what regenerate writes, not yet recorded (an unfinished run?)"
             console.say(f"{relative}: {unfinished}: {same_output_fix(root)}")
             continue
-        reasons = f": {'; '.join(status.reasons)}" if status.reasons else ""
-        console.say(f"{relative}: {REASONS[status.state]}{reasons}", "red")
+        reasons = list(status.reasons)
+        if status.state == "stale" and known and not any(r.startswith("this environment") for r in reasons):
+            reasons.append(f"written by {recorded.written_by or 'an older tool'}; installed: {manifest.WRITER}")
+        shown = f": {'; '.join(reasons)}" if reasons else ""
+        console.say(f"{relative}: {REASONS[status.state]}{shown}", "red")
         current = current_text.splitlines(keepends=True) if current_text is not None else []
         regenerated = texts[target.name].splitlines(keepends=True)
         console.out.writelines(difflib.unified_diff(current, regenerated, relative, f"{relative} (regenerated)"))
@@ -328,16 +358,19 @@ def _content_changes(root: Path, stale: list, console) -> list:
     """Of the working tree's stale files, those whose text regenerate would change.
 
     A file whose inputs changed but whose text would not (a comment in the spec) is
-    what the spec says, so the diff is right; only the manifest is behind, as check says.
+    what the spec says, so the diff is right, and no file needs a commit: check says the same.
     """
     if any(found.state != "stale" for found in stale):
         return stale
-    targets = [t for t in planning.plan(root) if t.relative in {found.file for found in stale}]
-    # As regenerate would build them: the unedited spec files' loads come from the model cache.
-    _, texts = build_with_progress("diff", root, targets, 1, reuse=True, keep=True)
-    unchanged = {t.relative for t in targets if manifest.digest_of(t.output) == digests.text_digest(texts[t.name])}
-    if unchanged:
-        console.warn(f"inputs changed, content unchanged: {', '.join(sorted(unchanged))}; {same_output_fix(root)}")
+    recorded = manifest.read(root)
+    targets = [t for t in planning.plan(root, recorded) if t.relative in {found.file for found in stale}]
+    unproven = [t for t in targets if proofs.settled(t, recorded).state != "fresh"]
+    unchanged = {t.relative for t in targets} - {t.relative for t in unproven}
+    if unproven:  # as regenerate would build them: the unedited spec files' loads come from the model cache
+        modules, texts = build_with_progress("diff", root, unproven, 1, reuse=True, keep=True)
+        for target in _observed(unproven, modules):
+            if manifest.digest_of(target.output) == digests.text_digest(texts[target.name]):
+                unchanged.add(target.relative)
     return [found for found in stale if found.file not in unchanged]
 
 
@@ -431,7 +464,7 @@ def cmd_init(args, console) -> int:
     from generator import starting
 
     options = {"specs": args.specs, "generated": args.generated, "package": args.package}
-    start = starting.plan(args.root, options, Path.cwd(), root_given=args.root_given)
+    start = starting.plan(args.root, options, Path.cwd(), root_given=args.root_given, install=args.install)
     for line in starting.write(args.root, start):
         console.say(line, "green" if line.startswith("written") else None)
     console.say(f"next: {start.next_command}")

@@ -59,6 +59,16 @@ MATRIX_MODULES = ("building/matrix.py",)
 DOCUMENT_TEMPLATES = "docs"
 # Inputs recorded by version rather than by digest, so that a reason can say "black 24.1 -> 24.2".
 VERSIONED_PACKAGES = ("black", "jinja2")
+# Inputs of the environment, not of the project: the generator's code and the templates it ships
+# (`generator/...`), black's and Jinja2's versions. They vary between teammates' environments, so the
+# committed manifest holds none of them; each environment proves once that it writes the same bytes
+# (freshness/proofs.py).
+ENVIRONMENT_PREFIX = "generator/"
+
+
+def is_environmental(name: str) -> bool:
+    """Whether an input is the environment's (the tool, black, Jinja2), not the project's."""
+    return name.startswith(ENVIRONMENT_PREFIX) or name in VERSIONED_PACKAGES
 
 
 @dataclass(frozen=True)

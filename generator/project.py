@@ -29,6 +29,8 @@ from pathlib import Path, PurePosixPath
 
 from generator.errors import ProjectConfigError
 
+COMMAND = "backend-config-generator"  # the console script, and the distribution's name
+VERSION = "0.1.0"  # the distribution's (pyproject.toml reads it here), `--version`; its git tag is v0.1.0
 TABLE = "backend-config-generator"
 PYPROJECT = "pyproject.toml"
 # The name the configuration has among the manifest's inputs.

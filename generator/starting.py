@@ -2,14 +2,18 @@
 
 It writes the `[tool.backend-config-generator]` table (appended to an existing pyproject.toml, whose bytes
 stay as they were), a commented example spec, the generated package's `__init__.py`, a `.pre-commit-config.yaml`
-running `check` on every commit and a CI job; `regenerate` then `check` pass at once. It never overwrites a
-file that exists: it keeps it and says so. Everything is decided before anything is written, so a refusal
-(a table that says otherwise than the options, a pyproject.toml that is not TOML) changes no file.
+running `check` on every commit and a CI job that installs the tool from where the team gets it; `regenerate`
+then `check` pass at once. It never overwrites a file that exists: it keeps it and says so, but for two
+additions to files of the team's own: the generated package, appended to pyproject.toml's explicit
+`[tool.setuptools] packages` list (else the team's wheel would ship without it), and `.cache/`, appended to
+`.gitignore`. Everything is decided before anything is written, so a refusal (a table that says otherwise than
+the options, a pyproject.toml that is not TOML) changes no file.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import shlex
 from dataclasses import dataclass
@@ -23,7 +27,7 @@ TABLE = f"tool.{project.TABLE}"
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(project.ProjectConfig) if f.name != "templates"}
 EXAMPLE = "my_backend"
 HOOK_ID = "backend-config-generator-check"
-DISTRIBUTION = "backend-config-generator"
+DISTRIBUTION = project.COMMAND
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 CI_PATH = Path(".github") / "workflows" / "backend-configs.yml"
 PRECOMMIT_PATH = Path(".pre-commit-config.yaml")
@@ -51,11 +55,14 @@ class Start:
     next_command: str
 
 
-def plan(root: Path, options: dict[str, str | None], cwd: Path, root_given: bool = True) -> Start:
+def plan(
+    root: Path, options: dict[str, str | None], cwd: Path, root_given: bool = True, install: str | None = None
+) -> Start:
     """Decide every file; raises InitError (one line) when the project cannot start as asked.
 
     Without --root (`root_given`), a folder inside a project is refused: init run from spec/ by mistake
-    would start a second project there.
+    would start a second project there. `install` is what CI gives pip to install the tool (--install), else
+    the requirement pyproject.toml names, else where this tool was installed from (installed_from).
     """
     if not root.is_dir():
         raise InitError(f"{root} is not a folder: make it first (mkdir), or run init in the repository's folder")
@@ -74,10 +81,15 @@ def plan(root: Path, options: dict[str, str | None], cwd: Path, root_given: bool
     steps.append(_example_step(root, layout))
     steps.extend(_package_steps(root, layout))
     steps.append(_kept_or_written(top / PRECOMMIT_PATH, precommit_config(where), _precommit_note))
-    steps.append(_kept_or_written(top / CI_PATH, ci_workflow(where, installs_itself=_has_project(current))))
-    steps.append(_kept_or_written(top / ".gitignore", ".cache/\n", _gitignore_note))
+    source = install or _named_requirement(current) or installed_from()
+    ci_step = _kept_or_written(top / CI_PATH, ci_workflow(where, _has_project(current), source or from_an_index()))
+    if source is None and ci_step.text is not None:  # the tool's own version, from an index: say so
+        guess = f"it installs {from_an_index()} from your package index; --install says where you get the tool"
+        ci_step = dataclasses.replace(ci_step, note=guess)
+    steps.append(ci_step)
+    steps.append(_gitignore_step(top / ".gitignore"))
     prefix = "" if root == cwd else f"--root {shlex.quote(_shown(root, cwd))} "
-    return Start(tuple(steps), f"python -m generator {prefix}regenerate")
+    return Start(tuple(steps), f"{project.COMMAND} {prefix}regenerate")
 
 
 def write(root: Path, start: Start) -> list[str]:
@@ -185,7 +197,7 @@ def table_text(layout: dict[str, str]) -> str:
     lines = [
         "",
         f"[{TABLE}]",
-        "# python -m generator reads its layout here; a key left out takes this default.",
+        f"# {project.COMMAND} reads its layout here; a key left out takes this default.",
         f'specs = "{layout["specs"]}"  # the spec files (one per generated module; _name.py: shared helpers)',
         f'generated = "{layout["generated"]}"  # where regenerate writes the generated modules',
         f'package = "{layout["package"]}"  # their import name',
@@ -196,13 +208,61 @@ def table_text(layout: dict[str, str]) -> str:
 
 
 def _pyproject_step(path: Path, current: str | None, table: dict | None, layout: dict[str, str]) -> Step:
-    if table is not None:
-        return Step(path, None, f"it has [{TABLE}]")
     if current is None:
         return Step(path, table_text(layout).lstrip("\n"))
-    text = current + ("" if current.endswith("\n") or not current else "\n") + table_text(layout)
-    _toml(text, f"pyproject.toml with [{TABLE}] appended")  # e.g. a file that spells tool as an inline table
-    return Step(path, text, f"[{TABLE}] appended")
+    text, notes = current, []
+    if table is None:
+        text = current + ("" if current.endswith("\n") or not current else "\n") + table_text(layout)
+        _toml(text, f"pyproject.toml with [{TABLE}] appended")  # e.g. a file that spells tool as an inline table
+        notes.append(f"[{TABLE}] appended")
+    listed = _listed_packages(current)
+    missing = [] if listed is None else [p for p in _packages(layout["package"]) if p not in listed]
+    if missing:
+        added = _with_packages(text, missing)
+        if added is not None and _listed_packages(added) == [*listed, *missing]:
+            text = added
+            notes.append(f"{', '.join(missing)} added to [tool.setuptools] packages")
+        else:
+            line = ", ".join(f'"{p}"' for p in missing)
+            notes.append(f"add {line} to [tool.setuptools] packages yourself, or your wheel ships without them")
+    if text == current:
+        return Step(path, None, "; ".join([f"it has [{TABLE}]", *notes]))
+    return Step(path, text, "; ".join(notes))
+
+
+def _packages(package: str) -> list[str]:
+    """The generated package and each package above it: an explicit packages list must name every one."""
+    parts = package.split(".")
+    return [".".join(parts[: n + 1]) for n in range(len(parts))]
+
+
+def _listed_packages(text: str) -> list[str] | None:
+    """pyproject.toml's explicit `[tool.setuptools] packages` list, None when there is none (setuptools finds the
+    packages itself: `find:` or automatic discovery)."""
+    setuptools = _toml(text, "pyproject.toml").get("tool", {}).get("setuptools", {})
+    listed = setuptools.get("packages") if isinstance(setuptools, dict) else None
+    return [p for p in listed if isinstance(p, str)] if isinstance(listed, list) else None
+
+
+_PACKAGES_LIST = re.compile(r"(?ms)^\[tool\.setuptools\][^\[]*?^packages\s*=\s*\[(?P<items>[^\]]*)\]")
+
+
+def _with_packages(text: str, missing: list[str]) -> str | None:
+    """The text with `missing` appended to the packages list, spelt as the list is (one a line or on one line);
+    None when the list is not where a plain `[tool.setuptools]` table holds it."""
+    found = _PACKAGES_LIST.search(text)
+    if found is None:
+        return None
+    items, end = found.group("items"), found.end("items")
+    body = items.rstrip()
+    comma = "" if not body.strip() or body.endswith(",") else ","
+    if "\n" in items.strip("\n") or items.startswith("\n"):  # one a line: the last line's indentation
+        lines = [line for line in items.splitlines() if line.strip()]
+        indent = re.match(r"\s*", lines[-1]).group() if lines else "    "
+        added = "".join(f'\n{indent}"{p}",' for p in missing)
+        return text[: found.start("items")] + body + comma + added + "\n" + text[end:]
+    added = ", ".join(f'"{p}"' for p in missing)
+    return text[: found.start("items")] + body + comma + (" " if body.strip() else "") + added + text[end:]
 
 
 # --- spec/, the generated package -----------------------------------------------------------------------------
@@ -245,12 +305,20 @@ def _precommit_note(path: Path) -> str:
     return "" if has_hook else f"add the hook {HOOK_ID} to it yourself (see the .pre-commit-config.yaml init writes)"
 
 
-def _gitignore_note(path: Path) -> str:
+def _gitignore_step(path: Path) -> Step:
+    """`.cache/` ignored: a new .gitignore, or the line appended to the team's own (whose lines stay)."""
+    if not path.exists():
+        return Step(path, ".cache/\n")
     try:
-        ignores_cache = ".cache" in path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        ignores_cache = False
-    return "" if ignores_cache else "add .cache/ to it: the generator's caches are no files to commit"
+        current = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return Step(path, None, "add .cache/ to it: the generator's caches are no files to commit")
+    if any(line.strip().rstrip("/").lstrip("/") in (".cache", ".cache/*", ".cache/**") for line in current.split("\n")):
+        return Step(path, None)
+    separator = "" if current.endswith("\n") or not current else "\n"
+    note = ".cache/ appended: the generator's caches are no files to commit"
+    return Step(path, f"{current}{separator}.cache/\n", note)
+
 
 
 def _refuse_inside_a_project(root: Path) -> None:
@@ -333,35 +401,37 @@ MODULE = Module(
 def precommit_config(where: str) -> str:
     root = f"--root {shlex.quote(where)} " if where else ""
     return f"""\
-# python -m generator check on every commit: it refuses a commit whose generated modules are stale, missing or
+# {project.COMMAND} check on every commit: it refuses a commit whose generated modules are stale, missing or
 # edited by hand. It runs whatever files a commit touches (always_run): check also tracks your own packages the
-# spec imports, and it takes a tenth of a second when nothing changed. `language: system`: the `python` on PATH
-# when you commit must have backend-config-generator installed (activate its environment first).
+# spec imports, and it takes a tenth of a second when nothing changed. `language: system`: the
+# {project.COMMAND} command on PATH when you commit runs it (activate the environment it is installed in first).
 # Set up once: pip install pre-commit && pre-commit install
 repos:
   - repo: local
     hooks:
       - id: {HOOK_ID}
         name: generated BackendConfig modules are what the spec says
-        entry: python -m generator {root}check
+        entry: {project.COMMAND} {root}check
         language: system
         pass_filenames: false
         always_run: true
 """
 
 
-def ci_workflow(where: str, installs_itself: bool) -> str:
+def ci_workflow(where: str, installs_itself: bool, install: str) -> str:
+    """The CI job: install the tool as `install` says (pip's arguments), torch's CPU wheel, then check and verify."""
     root = f"--root {shlex.quote(where)} " if where else ""
-    install = f'pip install "{_requirement()}" --extra-index-url {TORCH_CPU_INDEX}'
+    command = f"pip install {install} --extra-index-url {TORCH_CPU_INDEX}"
     own = "# If the spec imports packages of this repository, add to the install step: && pip install -e ."
     if installs_itself:
-        install += f" && pip install -e {shlex.quote(where or '.')}"
+        command += f" && pip install -e {shlex.quote(where or '.')}"
         own = "# This repository's own packages (those the spec imports) are installed with it."
     return f"""\
 # The generated BackendConfig modules are what the spec says (check), and each equals its reference builder
 # and runs through torch's FX quantization (verify).
 {own}
-# Where backend-config-generator is on no index you use, install it from a wheel or a git URL instead.
+# The tool is installed as `{project.COMMAND} init --install` or pyproject.toml named it (a git tag, a wheel, an
+# index of your own); torch comes from its CPU index.
 name: backend configs
 on:
   push:
@@ -375,19 +445,52 @@ jobs:
         with:
           python-version: "3.12"
       - name: Install backend-config-generator (torch's CPU wheel)
-        run: {install}
+        run: {command}
       - name: The generated modules are what the spec says
-        run: python -m generator {root}check
+        run: {project.COMMAND} {root}check
       - name: Each generated builder equals its reference builder and runs through FX
-        run: python -m generator {root}verify
+        run: {project.COMMAND} {root}verify
 """
 
 
-def _requirement() -> str:
-    """The tool's requirement, pinned to the version that wrote the start (as pre-commit pins black's rev)."""
+def _named_requirement(text: str | None) -> str | None:
+    """The tool's requirement as pyproject.toml names it (a dependency, an optional or a group's), quoted for the
+    shell: `backend-config-generator @ git+https://...@v0.1.0` installs in CI as it does on a laptop."""
+    if text is None:
+        return None
+    document = _toml(text, "pyproject.toml")
+    found = []
+    declared = document.get("project", {}) if isinstance(document.get("project"), dict) else {}
+    found.extend(declared.get("dependencies", []) if isinstance(declared.get("dependencies"), list) else [])
+    for group in (declared.get("optional-dependencies", {}), document.get("dependency-groups", {})):
+        if isinstance(group, dict):
+            found.extend(r for requirements in group.values() if isinstance(requirements, list) for r in requirements)
+    for requirement in found:
+        name = re.match(r"\s*([A-Za-z0-9._-]+)", requirement) if isinstance(requirement, str) else None
+        if name and re.sub(r"[-_.]+", "-", name.group(1)).lower() == DISTRIBUTION:
+            return shlex.quote(requirement.strip())
+    return None
+
+
+def installed_from() -> str | None:
+    """Where this tool was installed from, as pip's arguments, when CI can get it there too: the git repository
+    at the commit, or the wheel or archive at its URL (pip's direct_url.json); None for a local folder or file."""
     from importlib import metadata
 
     try:
-        return f"{DISTRIBUTION}=={metadata.version(DISTRIBUTION)}"
-    except metadata.PackageNotFoundError:
-        return DISTRIBUTION
+        direct = json.loads(metadata.distribution(DISTRIBUTION).read_text("direct_url.json") or "null")
+    except (metadata.PackageNotFoundError, ValueError):
+        return None
+    if isinstance(direct, dict) and isinstance(direct.get("url"), str) and not direct["url"].startswith("file:"):
+        vcs = direct.get("vcs_info")
+        if isinstance(vcs, dict) and vcs.get("vcs") == "git" and vcs.get("commit_id"):
+            return shlex.quote(f"{DISTRIBUTION} @ git+{direct['url']}@{vcs['commit_id']}")
+        if "archive_info" in direct:
+            return shlex.quote(f"{DISTRIBUTION} @ {direct['url']}")
+    return None
+
+
+def from_an_index() -> str:
+    """This tool's version, from the package index pip uses."""
+    return shlex.quote(f"{DISTRIBUTION}=={project.VERSION}")
+

@@ -69,8 +69,10 @@ def started(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
 
 def test_init_writes_a_start_that_regenerate_then_check_accept(started):
     project, init = started
-    assert init.stdout.splitlines() == [f"written   {path}" for path in STARTED] + [
-        "next: python -m generator regenerate"
+    guess = "it installs backend-config-generator==0.1.0 from your package index; --install says where you get the tool"
+    notes = {".github/workflows/backend-configs.yml": f": {guess}"}  # this checkout is installed from a folder
+    assert init.stdout.splitlines() == [f"written   {path}{notes.get(path, '')}" for path in STARTED] + [
+        "next: backend-config-generator regenerate"
     ]
     assert init.stderr == ""
     assert table(project) == starting.DEFAULTS  # what the tool reads when the table is absent
@@ -134,7 +136,7 @@ def test_init_twice_changes_nothing_and_says_what_it_kept(started):
     assert again.stdout.splitlines() == [
         "kept      pyproject.toml: it has [tool.backend-config-generator]",
         *(f"kept      {path}" for path in STARTED[1:]),
-        "next: python -m generator regenerate",
+        "next: backend-config-generator regenerate",
     ]
     assert files_below(project) == before
 
@@ -163,7 +165,6 @@ def test_an_existing_pyproject_keeps_every_byte_and_gets_the_table(tmp_path):
 def test_existing_files_are_kept_byte_for_byte(tmp_path):
     project = new_repository(tmp_path / "repository")
     mine = {
-        ".gitignore": b"build/\n",
         ".pre-commit-config.yaml": b"repos: []\n",
         "generated/__init__.py": b"# ours\n",
     }
@@ -174,7 +175,6 @@ def test_existing_files_are_kept_byte_for_byte(tmp_path):
     assert init.returncode == 0, init.stderr
     assert {name: (project / name).read_bytes() for name in mine} == mine
     lines = init.stdout.splitlines()
-    assert "kept      .gitignore: add .cache/ to it: the generator's caches are no files to commit" in lines
     assert "kept      generated/__init__.py" in lines
     assert "kept      .pre-commit-config.yaml: add the hook backend-config-generator-check to it yourself " \
         "(see the .pre-commit-config.yaml init writes)" in lines  # fmt: skip
@@ -261,14 +261,14 @@ def test_a_project_in_a_subfolder_gets_its_hook_and_ci_at_the_repository_s_top(t
     (repository / "vendor" / "configs").mkdir(parents=True)
     init = generator(repository, "init", "--root", "vendor/configs")
     assert init.returncode == 0, init.stderr
-    assert init.stdout.splitlines()[-1] == "next: python -m generator --root vendor/configs regenerate"
+    assert init.stdout.splitlines()[-1] == "next: backend-config-generator --root vendor/configs regenerate"
     assert (repository / "vendor" / "configs" / "pyproject.toml").is_file()
     config = small_yaml.load((repository / ".pre-commit-config.yaml").read_text(encoding="utf-8"))
-    assert config["repos"][0]["hooks"][0]["entry"] == "python -m generator --root vendor/configs check"
+    assert config["repos"][0]["hooks"][0]["entry"] == "backend-config-generator --root vendor/configs check"
     workflow = small_yaml.load((repository / ".github/workflows/backend-configs.yml").read_text(encoding="utf-8"))
     runs = [step.get("run") for step in workflow["jobs"]["backend-configs"]["steps"]]
-    assert "python -m generator --root vendor/configs check" in runs
-    assert "python -m generator --root vendor/configs verify" in runs
+    assert "backend-config-generator --root vendor/configs check" in runs
+    assert "backend-config-generator --root vendor/configs verify" in runs
 
 
 def test_a_subfolder_with_a_space_is_quoted_wherever_init_writes_a_command(tmp_path):
@@ -276,12 +276,13 @@ def test_a_subfolder_with_a_space_is_quoted_wherever_init_writes_a_command(tmp_p
     (repository / "sub dir").mkdir()
     init = generator(repository, "init", "--root", "sub dir")
     assert init.returncode == 0, init.stderr
-    assert init.stdout.splitlines()[-1] == "next: python -m generator --root 'sub dir' regenerate"
+    assert init.stdout.splitlines()[-1] == "next: backend-config-generator --root 'sub dir' regenerate"
     config = small_yaml.load((repository / ".pre-commit-config.yaml").read_text(encoding="utf-8"))
-    assert config["repos"][0]["hooks"][0]["entry"] == "python -m generator --root 'sub dir' check"
+    assert config["repos"][0]["hooks"][0]["entry"] == "backend-config-generator --root 'sub dir' check"
     workflow = small_yaml.load((repository / ".github/workflows/backend-configs.yml").read_text(encoding="utf-8"))
     runs = [step.get("run") for step in workflow["jobs"]["backend-configs"]["steps"]]
-    assert runs[-2:] == ["python -m generator --root 'sub dir' check", "python -m generator --root 'sub dir' verify"]
+    command = "backend-config-generator --root 'sub dir'"
+    assert runs[-2:] == [f"{command} check", f"{command} verify"]
 
 
 def test_a_refused_init_makes_no_folder(tmp_path):
@@ -311,8 +312,8 @@ def test_the_ci_job_installs_the_tool_then_runs_check_and_verify(started):
     project, _ = started
     workflow = small_yaml.load((project / ".github/workflows/backend-configs.yml").read_text(encoding="utf-8"))
     runs = [step.get("run") for step in workflow["jobs"]["backend-configs"]["steps"]]
-    assert runs[-2:] == ["python -m generator check", "python -m generator verify"]
-    assert runs[-3].startswith('pip install "backend-config-generator') and "&& pip install -e" not in runs[-3]
+    assert runs[-2:] == ["backend-config-generator check", "backend-config-generator verify"]
+    assert runs[-3].startswith("pip install backend-config-generator==") and "&& pip install -e" not in runs[-3]
 
 
 def test_init_needs_an_existing_folder(tmp_path):
@@ -340,3 +341,66 @@ def test_init_inside_a_project_s_folder_says_so_unless_given_root(tmp_path):
     assert files_below(project) == before
     assert generator(inside, "init", "--root", ".").returncode == 0  # asked for: a project of its own
     assert (inside / "pyproject.toml").is_file()
+
+
+def test_a_gitignore_of_the_team_s_own_gets_cache_appended_and_keeps_its_lines(tmp_path):
+    project = new_repository(tmp_path / "repository")
+    (project / ".gitignore").write_bytes(b"build/\n*.egg-info")  # no newline at its end
+    init = generator(project, "init")
+    assert init.returncode == 0, init.stderr
+    assert "written   .gitignore: .cache/ appended: the generator's caches are no files to commit" in init.stdout
+    assert (project / ".gitignore").read_bytes() == b"build/\n*.egg-info\n.cache/\n"
+    assert generator(project, "regenerate").returncode == 0
+    assert ".cache" not in git(project, "status", "--porcelain", "--untracked-files=all")
+    again = generator(project, "init")  # ignored already: kept
+    assert "kept      .gitignore" in again.stdout.splitlines() and again.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("listed", "expected"),
+    [
+        ('packages = [\n    "acme",\n]\n', 'packages = [\n    "acme",\n    "acme.configs",\n]\n'),
+        ('packages = ["acme"]\n', 'packages = ["acme", "acme.configs"]\n'),
+        ("packages = []\n", 'packages = ["acme", "acme.configs"]\n'),
+    ],
+    ids=["one-a-line", "one-line", "empty"],
+)
+def test_an_explicit_packages_list_gets_the_generated_package(tmp_path, listed, expected):
+    """setuptools ships only the packages an explicit list names: without it, the team's wheel would hold no
+    generated module (an editable install hides that)."""
+    project = new_repository(tmp_path / "repository")
+    head = '[project]\nname = "acme"\nversion = "1"\n\n[tool.setuptools]\n'
+    (project / "pyproject.toml").write_text(head + listed + "\n[tool.ruff]\nline-length = 100\n")
+    init = generator(project, "init", "--package", "acme.configs")
+    assert init.returncode == 0, init.stderr
+    text = (project / "pyproject.toml").read_text()
+    assert text.startswith(head + expected + "\n[tool.ruff]\nline-length = 100\n"), text
+    added = "acme.configs" if "acme" in listed else "acme, acme.configs"
+    assert f"{added} added to [tool.setuptools] packages" in init.stdout.splitlines()[0]
+
+
+def test_a_packages_list_init_cannot_edit_gets_the_line_to_add(tmp_path):
+    project = new_repository(tmp_path / "repository")
+    original = '[project]\nname = "acme"\nversion = "1"\n\n[tool]\nsetuptools = { packages = ["acme"] }\n'
+    (project / "pyproject.toml").write_text(original)
+    init = generator(project, "init", "--package", "acme.configs")
+    assert init.returncode == 0, init.stderr
+    assert (project / "pyproject.toml").read_text().startswith(original)
+    assert 'add "acme.configs" to [tool.setuptools] packages yourself' in init.stdout.splitlines()[0]
+
+
+def test_the_ci_job_installs_the_tool_from_where_the_team_gets_it(tmp_path):
+    """--install, else the requirement pyproject.toml names (a git tag here)."""
+    tagged = "backend-config-generator @ git+https://github.com/acme/backend-config-generator@v0.1.0"
+    for options, dependencies in [((), f'["{tagged}"]'), (("--install", "./wheels/b.whl"), "[]")]:
+        project = new_repository(tmp_path / f"repository{len(options)}")
+        (project / "pyproject.toml").write_text(
+            f'[project]\nname = "acme"\nversion = "1"\n[project.optional-dependencies]\ndev = {dependencies}\n'
+        )
+        init = generator(project, "init", *options)
+        assert init.returncode == 0, init.stderr
+        assert "package index" not in init.stdout
+        workflow = small_yaml.load((project / ".github/workflows/backend-configs.yml").read_text(encoding="utf-8"))
+        [install] = [s["run"] for s in workflow["jobs"]["backend-configs"]["steps"] if "pip" in s.get("run", "")]
+        expected = f"'{tagged}'" if not options else "./wheels/b.whl"
+        assert install.startswith(f"pip install {expected} --extra-index-url "), install

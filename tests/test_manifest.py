@@ -67,16 +67,16 @@ def test_a_one_op_edit_changes_only_the_builders_that_gain_the_pattern(one_path_
     capsys.readouterr()
 
 
-def test_a_template_edit_that_alters_no_output_changes_no_generated_file(one_path_project, capsys):
+def test_a_template_edit_that_alters_no_output_changes_no_file_to_commit(one_path_project, capsys):
     committed(one_path_project)
     for template in ("module.py.j2", "docs/support-matrix.md.j2"):
         path = one_path_project / "templates" / template
         path.write_text("{#- Reviewed: this comment renders as nothing. -#}\n" + path.read_text())
     assert cli.main(["--root", str(one_path_project), "regenerate"]) == 0
     out = capsys.readouterr().out
-    assert not [line for line in out.splitlines() if line.startswith("written") and "manifest" not in line]
+    assert not [line for line in out.splitlines() if line.startswith("written")]  # the manifest neither
     assert set(git(one_path_project, "diff", "--name-only").split()) == {
-        "templates/module.py.j2", "templates/docs/support-matrix.md.j2", "generated/manifest.json"
+        "templates/module.py.j2", "templates/docs/support-matrix.md.j2"
     }
     assert cli.main(["--root", str(one_path_project), "check"]) == 0
 
@@ -100,13 +100,11 @@ def test_check_names_the_input_that_changed(one_path_project):
     template = one_path_project / "templates" / "functions" / "sequential.py.j2"
     template.write_text(template.read_text() + "\n")
     edit_manifest(one_path_project, lambda d: d["inputs"].update({"black": "0.1", "generator/dsl.py": "0" * 64}))
-    found = statuses(one_path_project)
+    found = statuses(one_path_project)  # the environment's inputs an older manifest recorded are not its to judge
     assert found["generated/x86.py"] == planning.Status("stale", (
         "spec/x86.py changed",
         "templates/functions/sequential.py.j2 changed",
-        "the generator's code changed (generator/dsl.py)",
-        f"black 0.1 -> {planning.digests.installed_version('black')}",
-    ))  # fmt: skip
+    ), as_recorded=True)  # fmt: skip
     assert "spec/x86.py changed" not in found["generated/fbgemm.py"].reasons
     matrix = found["docs/support-matrix.md"].reasons
     assert "spec/x86.py changed" in matrix and not any("sequential" in reason for reason in matrix)
@@ -118,5 +116,5 @@ def test_matrix_alone_keeps_the_modules_it_did_not_write_stale(one_path_project,
     assert cli.main(["--root", str(one_path_project), "matrix"]) == 0
     found = statuses(one_path_project)
     assert found["docs/support-matrix.md"].state == "fresh"
-    assert found["generated/fbgemm.py"] == planning.Status("stale", ("spec/_common.py changed",))
+    assert found["generated/fbgemm.py"] == planning.Status("stale", ("spec/_common.py changed",), as_recorded=True)
     capsys.readouterr()

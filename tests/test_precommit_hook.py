@@ -44,7 +44,7 @@ def test_the_hook_runs_for_a_commit_that_touches_only_a_user_package(changed):
 
 
 def test_the_hook_runs_check_on_the_whole_project():
-    assert HOOK["entry"] == "python -m generator check"
+    assert HOOK["entry"] == "backend-config-generator check"  # the console script: nothing shadows it
     assert HOOK["language"] == "system"
     assert HOOK["pass_filenames"] is False  # check takes no file names: it checks the whole project
     assert "files" not in HOOK and "exclude" not in HOOK and "types" not in HOOK
@@ -62,4 +62,4 @@ def test_init_s_local_hook_is_the_repository_s_hook():
 
 def test_init_s_hook_in_a_subfolder_project_names_its_root():
     [repo] = small_yaml.load(starting.precommit_config("vendor/configs"))["repos"]
-    assert repo["hooks"][0]["entry"] == "python -m generator --root vendor/configs check"
+    assert repo["hooks"][0]["entry"] == "backend-config-generator --root vendor/configs check"

@@ -8,6 +8,7 @@ the caller.
 from __future__ import annotations
 
 import contextlib
+import types
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +45,7 @@ def load_and_build(
     jobs: int,
     loads: loader.Loads,
     built: Callable[[str], None] | None = None,
+    validate: bool = True,
 ) -> tuple[list[ExpandedModule], dict[str, str]]:
     """Load the spec, validating its torch names, and build the given targets (`built` hears of each).
 
@@ -52,11 +54,13 @@ def load_and_build(
     black go on meanwhile; names already known are checked while black runs. Its
     errors still come first: a wrong torch name is reported rather than anything
     it caused in expansion or rendering, and before anything is written.
-    `loads` are the spec's loads, begun (loader.start_loads).
+    `loads` are the spec's loads, begun (loader.start_loads). Without `validate`, torch names are not checked:
+    what the texts are does not depend on them (check, proving the bytes of a tree regenerate wrote, needs no torch).
     """
     with Formatter(jobs, root) as formatter:
         specs = loads.modules()
-        with resolution.Validation(specs, root) as validation:
+        unchecked = types.SimpleNamespace(check_known=lambda: None, finish=lambda: None)
+        with resolution.Validation(specs, root) if validate else contextlib.nullcontext(unchecked) as validation:
             try:
                 modules = [expand_module(m, root) for m in specs]
                 check_dtype_config_declarations(modules)

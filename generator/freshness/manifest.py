@@ -3,14 +3,20 @@ generated folder's manifest.json, project.ProjectConfig.manifest).
 
 Generated files carry no input digests, so a change that leaves a file's body
 alone leaves the file alone. The manifest records instead:
-- `inputs`: the digest of every input (a package's version for black and Jinja2);
+- `inputs`: the digest of every project input (the project's files and environment
+  variables a spec load read, its templates, its table);
 - `outputs`: per generated file, the digest of its text and the names of its
   inputs. `pinned` holds the digests of inputs that the file was made from when
-  they differ from `inputs` (only after `matrix` rewrote the matrix alone);
-  `previous` exists only while a regenerate runs (see `pending`).
+  they differ from `inputs` (a file whose inputs changed since, but not its bytes);
+  `previous` exists only while a regenerate runs (see `pending`);
+- `written_by`: the tool's version that last wrote a generated file.
 
-A spec edit changes one line of `inputs` and the text digest of each file whose
-body changed. Nothing here imports torch, Jinja2 or black.
+It holds nothing of a teammate's environment (digests.is_environmental: the
+generator's code, the templates it ships, black's and Jinja2's versions): each
+environment proves on its own that it writes the same bytes (freshness/proofs.py).
+A file's record changes only when its bytes do, so an input that changes no output,
+another build of the tool or another black leaves the manifest as it is. Nothing
+here imports torch, Jinja2 or black.
 
 It also owns the write protocol (`write_outputs`): the order in which a run
 writes the generated files and the manifest, so that a run killed at any point
@@ -27,6 +33,7 @@ from generator import digests, files, project
 
 PATH = Path(project.DEFAULT.manifest)  # in a project of the default layout; path_in(root) in any
 ABOUT = "Written by python -m generator regenerate: what each generated file was made from. DO NOT EDIT."
+WRITER = f"{project.COMMAND} {project.VERSION}"  # this tool, as `written_by` names it
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,7 @@ class Entry:
 class Manifest:
     inputs: dict[str, str] = field(default_factory=dict)
     outputs: dict[str, Entry] = field(default_factory=dict)
+    written_by: str = ""
 
     def made_from(self, entry: Entry) -> dict[str, str]:
         """The input digests one output was made from (None for an input never recorded)."""
@@ -60,6 +68,7 @@ class Manifest:
                 record["previous"] = entry.previous
             outputs[output] = record
         document = {"about": ABOUT, "inputs": dict(sorted(self.inputs.items())), "outputs": outputs}
+        document["written_by"] = self.written_by
         return json.dumps(document, indent=1) + "\n"
 
 
@@ -69,21 +78,29 @@ def path_in(root: Path) -> Path:
 
 
 def read(root: Path) -> Manifest | None:
-    """The manifest, or None when it is missing or not one (a hand edit that broke it)."""
+    """The manifest, or None when it is missing or not one (a hand edit that broke it).
+
+    The environment's inputs that an older manifest recorded are left out, as this tool records none.
+    """
     try:
         document = json.loads((root / path_in(root)).read_text(encoding="utf-8"))
         outputs = {
             name: Entry(
                 str(record["digest"]),
-                tuple(record["inputs"]),
-                tuple(sorted(record.get("pinned", {}).items())),
+                _project_inputs(record["inputs"]),
+                tuple(sorted((n, d) for n, d in record.get("pinned", {}).items() if not digests.is_environmental(n))),
                 record.get("previous"),
             )
             for name, record in document["outputs"].items()
         }
-        return Manifest(dict(document["inputs"]), outputs)
+        inputs = {name: digest for name, digest in document["inputs"].items() if not digests.is_environmental(name)}
+        return Manifest(inputs, outputs, str(document.get("written_by", "")))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def _project_inputs(names) -> tuple[str, ...]:
+    return tuple(name for name in names if not digests.is_environmental(name))
 
 
 def updated(
@@ -92,21 +109,35 @@ def updated(
     """The manifest after writing some outputs.
 
     `current` maps every output to its current inputs {name: digest}; `written`
-    maps the outputs being (re)written to the digest of their new text. Outputs
-    not written keep their record, with the digests they were made from, and so do
-    the `orphans` (outputs whose spec file is gone, that this run leaves to a regenerate).
+    maps the outputs whose text changes to the digest of their new text. Only those
+    get a new record; the others keep theirs, with the digests they were made from,
+    and so do the `orphans` (outputs whose spec file is gone, that this run leaves to a
+    regenerate). So the manifest is the same whichever environment wrote the outputs
+    (each renders the same bytes), and unchanged where no output changed.
     """
-    inputs = {name: digest for made_from in current.values() for name, digest in made_from.items()}
-    outputs = {}
+    current = {o: {n: d for n, d in made.items() if not digests.is_environmental(n)} for o, made in current.items()}
+    now = {name: digest for made_from in current.values() for name, digest in made_from.items()}
+    records = {}  # output: (digest, {input: the digest it was made from})
     for output, made_from in [*current.items(), *((o, {}) for o in orphans if o not in current)]:
         if output in written:
-            outputs[output] = Entry(written[output], tuple(sorted(made_from)))
+            records[output] = (written[output], made_from)
         elif old is not None and output in old.outputs:
             entry = old.outputs[output]
-            recorded = old.made_from(entry)
-            pinned = tuple(sorted((n, d) for n, d in recorded.items() if d is not None and inputs.get(n) != d))
-            outputs[output] = Entry(entry.digest, entry.inputs, pinned)
-    return Manifest(inputs, outputs)
+            records[output] = (entry.digest, {n: d for n, d in old.made_from(entry).items() if d is not None})
+    # Each input's digest: its current one where a record was made from it, else the least recorded. So the
+    # manifest is one function of its records, whichever run wrote which of them.
+    used: dict[str, set[str]] = {}
+    for _, made_from in records.values():
+        for name, digest in made_from.items():
+            used.setdefault(name, set()).add(digest)
+    inputs = {name: now[name] if now.get(name) in found else min(found) for name, found in used.items()}
+    outputs = {}
+    for output, (digest, made_from) in sorted(records.items()):
+        pinned = tuple(sorted((n, d) for n, d in made_from.items() if inputs[n] != d))
+        names = tuple(sorted(made_from)) if output in written else old.outputs[output].inputs
+        outputs[output] = Entry(digest, names, pinned)
+    writer = WRITER if written or old is None else old.written_by
+    return Manifest(inputs, outputs, writer)
 
 
 def pending(manifest: Manifest, replaced: dict[str, str]) -> Manifest:
@@ -120,7 +151,7 @@ def pending(manifest: Manifest, replaced: dict[str, str]) -> Manifest:
         output: Entry(entry.digest, entry.inputs, entry.pinned, replaced.get(output))
         for output, entry in manifest.outputs.items()
     }
-    return Manifest(manifest.inputs, outputs)
+    return Manifest(manifest.inputs, outputs, manifest.written_by)
 
 
 def write_outputs(
@@ -146,7 +177,12 @@ def write_outputs(
     current = {t.relative: dict(t.made_from) for t in (every or targets)}
     gone = {relative.as_posix(), *(p.relative_to(root).as_posix() for p in (*remove, *forget))}
     orphans = [o for o in (recorded.outputs if recorded else ()) if o not in gone and (root / o).is_file()]
-    final = updated(recorded, current, {o: digests.text_digest(text) for o, text in new_texts.items()}, orphans)
+    new_digests = {o: digests.text_digest(text) for o, text in new_texts.items()}
+    known = recorded.outputs if recorded is not None else {}
+    changed = {o: d for o, d in new_digests.items() if o not in known or known[o].digest != d}
+    # A manifest rewritten for a changed file records anew every file built (those whose inputs changed among them):
+    # which files those are depends on the tree and the manifest alone, not on what this environment proved.
+    final = updated(recorded, current, new_digests if changed else {}, orphans)
     replaced = {t.relative: digest_of(t.output) for t in targets if t.relative in new_texts}
     replaced = {o: d for o, d in replaced.items() if d != final.outputs[o].digest}
     manifest_changes = bool(replaced) or digest_of(root / relative) != digests.text_digest(final.text())

@@ -65,6 +65,7 @@ class Status:
 
     state: str
     reasons: tuple[str, ...] = ()
+    as_recorded: bool = False  # the file holds what the manifest records for it (fresh, or stale by its inputs)
 
 
 def plan(root: Path, recorded: manifest.Manifest | None = None) -> list[Target]:
@@ -150,20 +151,18 @@ def status(target: Target, recorded: manifest.Manifest | None) -> Status:
             return Status("edited", ("it is not UTF-8 text, as regenerate writes it",))
         return Status("edited", ("its content is not what regenerate wrote",))
     reasons = changed_inputs(recorded.made_from(entry), dict(target.made_from))
-    return Status("stale", reasons) if reasons else Status("fresh")
+    return Status("stale" if reasons else "fresh", reasons, as_recorded=True)
 
 
 def changed_inputs(before: dict[str, str | None], now: dict[str, str]) -> tuple[str, ...]:
-    """Reasons in the reviewer's words: spec files and templates by name, then the generator, then versions."""
+    """Reasons in the reviewer's words: spec files and templates by name, then the rest. The environment's inputs
+    (the generator, black, Jinja2) are no reasons: an environment proves what it writes (freshness/proofs.py)."""
     changed = sorted(name for name in before.keys() | now.keys() if before.get(name) != now.get(name))
     reasons = []
-    code = [name for name in changed if name.startswith("generator/")]
     for name in changed:
-        if name in digests.VERSIONED_PACKAGES:
-            reasons.append(f"{name} {before.get(name) or '(none)'} -> {now.get(name) or '(none)'}")
-        elif name.startswith("generator/"):
+        if digests.is_environmental(name):
             continue
-        elif name.startswith(digests.ENVIRONMENT):
+        if name.startswith(digests.ENVIRONMENT):
             reasons.append(_environment_reason(name, before.get(name), now.get(name)))
         elif name not in before or before[name] is None:
             reasons.append(f"{name} is new to it")
@@ -171,8 +170,6 @@ def changed_inputs(before: dict[str, str | None], now: dict[str, str]) -> tuple[
             reasons.append(f"{name} no longer feeds it")
         else:
             reasons.append(f"{name} changed")
-    if code:
-        reasons.append(f"the generator's code changed ({', '.join(code)})")
     return tuple(sorted(reasons, key=_reason_order))
 
 
@@ -194,7 +191,7 @@ def _environment_reason(name: str, before: str | None, now: str | None) -> str:
 
 
 def _reason_order(reason: str) -> int:
-    for rank, prefix in enumerate(("spec/", "templates/", "the generator")):
+    for rank, prefix in enumerate(("spec/", "templates/")):
         if reason.startswith(prefix):
             return rank
     return 3

@@ -144,8 +144,10 @@ def _result(outcome: tuple) -> ModuleSpec:
 def serve(result: int, fork: bool, load_here, prepare) -> None:
     """The load server's life: one request after another on standard input, until it closes;
     `load_here(root, path)` is a load (loader.load_here, imported once here: every child starts with it)."""
-    for name in ("ast", "datetime", "string", "tomllib"):  # what every load imports: once, here
-        __import__(name)
+    toml = "tomllib" if sys.version_info >= (3, 11) else "tomli"  # project.toml_reader's, on Python 3.10
+    for name in ("ast", "datetime", "string", toml):  # what every load imports: once, here
+        with contextlib.suppress(ImportError):  # a missing tomli is said where the table is read
+            __import__(name)
     heap.collect_rarely()
     heap.freeze_for_good()  # what the children share stays out of their collections (no copy-on-write)
     base_path = list(sys.path)

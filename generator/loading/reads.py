@@ -40,7 +40,10 @@ from pathlib import Path
 from generator import digests, project
 from generator.loading import read_hooks
 
-_GENERATOR_DIR = str(Path(__file__).resolve().parent.parent) + os.sep
+# The generator's own folder, resolved and as imported: imported through a symbolic link (a monorepo's), its
+# code's file names are the link's.
+_HERE = Path(__file__)
+_GENERATOR_DIRS = tuple({f"{path.parent.parent}{os.sep}": None for path in (_HERE.resolve(), _HERE.absolute())})
 # The standard library's own code (importlib, pathlib, glob) only carries out what its caller asks.
 _STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
 _LISTING_EVENTS = ("os.listdir", "os.scandir")
@@ -66,7 +69,7 @@ class Observer:
         installs = {str(Path(p).resolve()) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix) if p}
         packages = {str(Path(p).resolve()) + os.sep for p in sys.path if p and _installed_part(p, self._prefix)}
         inside = [p for p in installs | packages if p.startswith(self._prefix) and p != self._prefix]
-        self._outside = (_GENERATOR_DIR, *sorted(inside))
+        self._outside = (*_GENERATOR_DIRS, *sorted(inside))
         self._layout = project.config(self.root)
         self._outputs = tuple(f"{folder}/" for folder in self._layout.output_folders())
         self._generated: frozenset[str] | None = None  # the generator's own outputs (_written_by_generator)
@@ -262,7 +265,7 @@ class Observer:
             standard = filename.startswith(_STDLIB_DIR) and "-packages" not in filename
             if filename == _HOOKS:
                 filename = here  # the replaced os functions observe for this module: they ask nothing
-            if filename.startswith(_GENERATOR_DIR) and filename != here:
+            if filename.startswith(_GENERATOR_DIRS) and filename != here:
                 return False  # the generator records what it reads on a spec's behalf itself
             installed = _installed_part(filename, self._prefix)
             # "<string>" (exec, compile), "<frozen ...>": no file of its own; whoever ran it asked
@@ -520,7 +523,7 @@ def _installation(project_prefix: str) -> tuple[str, ...]:
     """The folders outside the project whose files are no input: the generator's and the Python installation's
     (a prefix the project is in, /usr for /usr/src/project, by its Python folders only)."""
     packages = (p + os.sep for p in sys.path if "-packages" in p and not (p + os.sep).startswith(project_prefix))
-    folders = {_GENERATOR_DIR, _STDLIB_DIR, *packages}
+    folders = {*_GENERATOR_DIRS, _STDLIB_DIR, *packages}
     for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
         for form in {prefix, os.path.realpath(prefix)}:
             folder = form.rstrip(os.sep) + os.sep

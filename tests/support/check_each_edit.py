@@ -9,7 +9,7 @@ edit made after the modules were imported, as the pre-commit hook would.
 First it prints, as one JSON line, the generator modules that importing the
 pipeline loads in this fresh interpreter (the candidates for shaping output).
 Then it reads, as one JSON line on stdin, the modules to edit, and prints one
-JSON line {"edited": {module: [exit code, stdout]}, "unedited": [exit code, stdout]},
+JSON line {"edited": {module: [exit code, stdout, the files check rendered]}, "unedited": [exit code, stdout]},
 the last from a `check` after every edit was undone.
 """
 
@@ -29,20 +29,32 @@ import io  # noqa: E402
 import json  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from generator import cli  # noqa: E402
+from generator import cli, commands  # noqa: E402
+
+RENDERED: list[str] = []  # the files the builds of a check rendered
+_build = commands.build_with_progress
 
 
-def check_after_editing(project: Path, module: str) -> tuple[int, str]:
+def _counted(command, root, targets, *args, **kwargs):
+    RENDERED.extend(t.relative for t in targets)
+    return _build(command, root, targets, *args, **kwargs)
+
+
+commands.build_with_progress = _counted
+
+
+def check_after_editing(project: Path, module: str) -> tuple[int, str, list[str]]:
     source = project / "generator" / (module.replace(".", "/") + ".py")
     original = source.read_bytes()
     source.write_bytes(original + b"\n# an edit to the generator\n")
     out, err = io.StringIO(), io.StringIO()
+    RENDERED.clear()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = cli.main(["--root", str(project), "check", "--jobs", "1"])  # black in this process: a tiny build
     finally:
         source.write_bytes(original)
-    return code, out.getvalue()
+    return code, out.getvalue(), sorted(RENDERED)
 
 
 def main() -> None:

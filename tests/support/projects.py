@@ -59,7 +59,7 @@ from pathlib import Path
 import pytest
 
 import generator
-from generator import cache
+from generator import cache, digests
 from tests.support import restoring, shared_builds
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -139,10 +139,14 @@ def with_session_caches(project: Path) -> Path:
 def warm(project: Path) -> None:
     """Validate and format the committed spec, in this process where torch is imported anyway."""
     from generator.building import pipeline
-    from generator.freshness import planning
+    from generator.freshness import planning, proofs
 
     copy_inputs(project)
-    pipeline.build(project, pipeline.load(project, validate=True), planning.plan(project))
+    targets = planning.plan(project)
+    texts = pipeline.build(project, pipeline.load(project, validate=True), targets)
+    for target in targets:  # this environment's proof of each committed file, as a check that renders it keeps
+        if digests.same_text(target.output, texts[target.name]):
+            proofs.keep(target, target, texts[target.name])
 
 
 def session_caches() -> list[tuple[str, list[Path]]]:
@@ -155,7 +159,7 @@ def session_caches() -> list[tuple[str, list[Path]]]:
     if not shared_builds.SESSION_CACHE:
         project = shared_builds.built_once(shared_builds.SESSION_FACTORY[0], "warm-caches", warm)
         # Not the lint cache: tests see a first run's lint.
-        for kind in (cache.TORCH_NAMES, cache.FORMAT, cache.CHECKS, cache.TEMPLATES):
+        for kind in (cache.TORCH_NAMES, cache.FORMAT, cache.CHECKS, cache.TEMPLATES, cache.PROOFS):
             kept = cache.Cache(project, kind)
             shared_builds.SESSION_CACHE.append((kind, [kept.path(name) for name in kept.names()]))
         assert all(entries for _, entries in shared_builds.SESSION_CACHE), "the warm build wrote no cache"
@@ -182,7 +186,11 @@ def _reduced(folder: Path, names: tuple[str, ...]) -> None:
     fresh_copy(folder)
     _without_other_specs(folder, names)
     _regenerated(folder, names)
-    shutil.rmtree(folder / ".cache")
+    for kind in (folder / cache.FOLDER).iterdir():  # but the proofs its regenerate kept (of its own matrix)
+        if kind.is_dir() and kind.name != cache.PROOFS:
+            shutil.rmtree(kind)
+        elif kind.name != cache.PROOFS:
+            kind.unlink()
     for cached in folder.rglob("__pycache__"):
         shutil.rmtree(cached)
     with_session_caches(folder)
