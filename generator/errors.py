@@ -195,3 +195,7 @@ class NotImportableError(GeneratorError):
 
 class ProjectConfigError(GeneratorError):
     """The project's [tool.backend-config-generator] table in pyproject.toml is not valid."""
+
+
+class ProcessLimitError(GeneratorError):
+    """The system refused a process or a file the command needs (ulimit -u, -n, -v): no fault of the spec."""
