@@ -3,7 +3,8 @@
 `Forked(function, *args)` forks at once; the child runs `function(*args)` and
 sends back what it returned, pickled, or the GeneratorError it raised (with its
 spec location: the same one line). `result()` waits for it, and raises that
-error here.
+error here. Another exception (a bug, an OSError) is sent too, for a call that
+must not be made here (below), which raises it here.
 
 The outcome is always the one a call in this process gives. Whatever else
 happens in the child (an exception that is not a GeneratorError, a bug, a result
@@ -119,6 +120,8 @@ class Forked:
     def result(self):
         """What the function returned; what it raised, raised here."""
         outcome = self._receive()
+        if outcome is not None and outcome[0] == "failed" and self.when_lost is _CALL_HERE:
+            outcome = None  # made here again: a bug's traceback comes from this process
         if outcome is None:
             if self.when_lost is _CALL_HERE:
                 return self.function(*self.args)
@@ -215,7 +218,7 @@ def delivered(kind: str, value, printed: str):
     if printed:
         sys.stderr.write(printed)
         sys.stderr.flush()
-    if kind == "raised":
+    if kind in ("raised", "failed"):
         raise value
     if kind == "interrupted":
         raise KeyboardInterrupt
@@ -242,9 +245,17 @@ def _run_child(write: int, function: Callable, args: tuple) -> None:
             outcome = ("raised", error)
         except KeyboardInterrupt:  # Ctrl-C (SIGINT keeps the parent's handler, or SIG_IGN in a background job)
             outcome = ("interrupted", None)
+        except Exception as error:  # noqa: BLE001 - a bug, or the system's refusal (OSError): raised there as here
+            outcome = ("failed", error)
         if os.getpid() != me:  # a process the user code forked, returning from it too: the child answers alone
             _exit(0)
-        answer = pickle.dumps((*outcome, printed.getvalue()))
+        try:
+            answer = pickle.dumps((*outcome, printed.getvalue()))
+        except Exception:  # noqa: BLE001 - what it returned or raised does not pickle
+            if outcome[0] != "failed":
+                raise
+            described = RuntimeError(f"{type(outcome[1]).__name__}: {outcome[1]}")
+            answer = pickle.dumps(("failed", described, printed.getvalue()))
         data = memoryview(len(answer).to_bytes(_LENGTH, "big") + answer)
         while data:
             data = data[os.write(write, data) :]
