@@ -192,16 +192,16 @@ def isolated_each(function: Callable, items: list, lost: Callable[[object], Gene
 
 
 def limit_error(error: OSError) -> ProcessLimitError:
-    """The one line for a child the system refused: which limit, and what to do."""
-    if error.errno == errno.EMFILE or error.errno == errno.ENFILE:
+    """The one line for a file or a process the system refused (EMFILE, EAGAIN, ENOMEM): which limit, what to do."""
+    if error.errno in (errno.EMFILE, errno.ENFILE):
         limit = "open files (ulimit -n)"
     elif error.errno == errno.ENOMEM:
         limit = "memory (ulimit -v)"
     else:
         limit = "processes (ulimit -u)"
     return ProcessLimitError(
-        f"the system refused a process to run user code in ({error.strerror or error}): the limit on {limit} "
-        "is too low for this command; raise it and run the command again"
+        f"the system refused the command a {'file' if 'files' in limit else 'process'} ({error.strerror or error}): "
+        f"the limit on {limit} is too low for this command; raise it and run the command again"
     )
 
 
@@ -285,3 +285,8 @@ def _read_exactly(fd: int, size: int) -> bytes | None:
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
+
+
+def is_limit(error: OSError) -> bool:
+    """Whether the system refused a file, a process or memory: a limit, no fault of a spec's."""
+    return error.errno in (errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM)

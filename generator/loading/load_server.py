@@ -35,7 +35,7 @@ _BOOT = (
     "    from generator import user_cache\n"
     "    user_cache.keep_own_bytecode()\n"  # where PYTHONDONTWRITEBYTECODE leaves no .pyc
     "    from generator.loading import loader, processes\n"
-    "except BaseException:\n"  # no traceback: the command says its loads' process ended early
+    "except BaseException:\n"  # no traceback: the command says its loads' process could not start (BOOT_FAILED)
     "    os._exit(3)\n"
     "sys.path.remove(sys.argv[1])\n"  # a load finds its project's modules (its spec/), never the generator's
     "processes.serve(result, sys.argv[2] == 'fork', loader.load_here, loader.prepare)\n"
@@ -49,6 +49,13 @@ _server: Server | None = None
 
 class Gone(Exception):
     """The server ended before it answered a request."""
+
+
+class Refused(Exception):
+    """The system refused the server a file or a process it needed (a limit: ulimit -n, -u): `str()` says which."""
+
+
+BOOT_FAILED = 3  # the server's exit status when it could not import the loading code (no file or memory to spare)
 
 
 class Server:
@@ -98,6 +105,8 @@ class Server:
             if frame is None:
                 raise Gone
             relative, payload = pickle.loads(frame)  # the server's own frame: a name and a child's bytes
+            if relative is None:  # the system refused the server a file or a process: no load's fault
+                raise Refused(payload)
             if relative in left:
                 left.discard(relative)
                 yield relative, payload
@@ -113,6 +122,18 @@ class Server:
         """Whether this server can serve the command now: as it would be started, running, and printing
         to the command's standard error (one started for another command, a test's, is not)."""
         return self.fork == FORK and self.running() and self.stderr == _stderr()
+
+    def refused(self) -> bool:
+        """Whether the server, gone, could not even import the loading code (BOOT_FAILED): a limit's doing."""
+        process = self.process
+        if not isinstance(process, int):
+            return process is not None and process.poll() == BOOT_FAILED
+        try:
+            _, status = os.waitpid(process, 0)
+        except OSError:
+            return False
+        self.process = None  # collected
+        return os.WIFEXITED(status) and os.WEXITSTATUS(status) == BOOT_FAILED
 
     def running(self) -> bool:
         process = self.process
@@ -142,10 +163,12 @@ class Server:
                         break
                     time.sleep(0.001)
                 else:
+                    _end_session(process)  # loads of a server that was killed (by another process) end too
                     return
         if isinstance(process, int):
             import signal
 
+            _end_session(process)  # it leads a session of its own: its loads end with it
             with contextlib.suppress(OSError):
                 os.kill(process, signal.SIGKILL)
             with contextlib.suppress(OSError):
@@ -154,6 +177,13 @@ class Server:
             with contextlib.suppress(Exception):
                 process.kill()
                 process.wait()
+
+
+def _end_session(leader: int) -> None:
+    import signal
+
+    with contextlib.suppress(OSError):
+        os.killpg(leader, signal.SIGKILL)
 
 
 def _spawn(arguments: list[str], environment: dict, stderr: int | None) -> tuple:
@@ -191,9 +221,11 @@ def _spawn(arguments: list[str], environment: dict, stderr: int | None) -> tuple
 
 def start_early(arguments: list[str]) -> None:
     """Start the load server as a command starts, when its arguments name one that loads spec files:
-    it then boots while the command imports its own modules. Only a head start, never needed."""
+    it then boots while the command imports its own modules. Only a head start, never needed: one the
+    system refuses (a limit on files or processes) is started, or refused in one line, when loads come."""
     if FORK and (_LOADING_COMMANDS.intersection(arguments) or {"check", "--full"} <= set(arguments)):
-        prestart()
+        with contextlib.suppress(OSError):
+            prestart()
 
 
 def prestart() -> None:

@@ -75,6 +75,9 @@ class Running:
                     outcomes[relative] = _outcome(relative, payload)  # as each comes: the others still run
             except load_server.Gone:
                 self._gone([relative for relative in relatives if relative not in outcomes])
+            except load_server.Refused as refused:
+                self.server.close()
+                raise process.limit_error(OSError(*refused.args[0])) from None
             except BaseException:
                 self.server.close()
                 raise
@@ -84,7 +87,11 @@ class Running:
         return [_result(outcomes[relative]) for relative in relatives]
 
     def _gone(self, unanswered: list[str]):
-        """The server ended with these loads under way: one of them ended it (os.kill(os.getppid(), ...))."""
+        """The server ended with these loads under way: one of them ended it (os.kill(os.getppid(), ...)),
+        unless it could not even start (a limit on files, processes or memory)."""
+        if self.server.refused():
+            self.server.close()
+            raise process.limit_error(OSError(0, "the process that loads spec files could not start"))
         self.server.close()
         message = (
             f"the process that loads spec files ended before {', '.join(unanswered)} had loaded: "
@@ -151,6 +158,8 @@ def serve(result: int, fork: bool, load_here, prepare) -> None:
     base_path = list(sys.path)
     try:
         _serve(result, fork, load_here, prepare, base_path)
+    except OSError as error:  # the system refused a file or a process (or the command is gone: nobody reads)
+        _refused(result, error)
     except BaseException:  # noqa: BLE001 - the command gone (a broken pipe): the server ends without a word
         _exit(0)
 
@@ -186,10 +195,15 @@ def _fork_loads(load_here, result: int, root: str, files: list[str], environ: di
         selector.register(0, selectors.EVENT_READ)  # the command gone (end of input): so are its loads
         while waiting or running:
             while waiting and len(running) < limit:
-                relative = waiting.pop(0)
-                read, write = os.pipe()
-                printed, prints = os.pipe()
-                pid = os.fork()
+                relative = waiting[0]
+                try:
+                    read, write, printed, prints, pid = _forked_load()
+                except OSError as error:  # a limit on files or processes: fewer loads at once, else said
+                    if not running:
+                        _refused(result, error)
+                    limit = len(running)
+                    break
+                waiting.pop(0)
                 if pid == 0:
                     os.close(read)
                     os.close(printed)
@@ -239,6 +253,27 @@ def _fork_loads(load_here, result: int, root: str, files: list[str], environ: di
                             break
                     _stop_passing_on(selector, outputs, printed)
                 load_server.write_frame(result, pickle.dumps((relative, outcome)))
+
+
+def _forked_load() -> tuple[int, int, int, int, int]:
+    """The pipes of a load (its result's, its printing's) and its process, forked: (read, write, printed,
+    prints, pid); nothing left open if the system refuses one (OSError)."""
+    opened = []
+    try:
+        opened.extend(os.pipe())
+        opened.extend(os.pipe())
+        return (*opened, os.fork())
+    except OSError:
+        for fd in opened:
+            os.close(fd)
+        raise
+
+
+def _refused(result: int, error: OSError) -> None:
+    """Tell the command the system refused what a load needs (not a load's fault), and end."""
+    with contextlib.suppress(OSError):
+        load_server.write_frame(result, pickle.dumps((None, (error.errno, error.strerror))))
+    _exit(4)
 
 
 def _pass_on(printed: int) -> bool:
