@@ -272,7 +272,8 @@ def _exit_with_parent(parent: int) -> None:
             os.killpg(os.getpid(), signal.SIGKILL)  # what its user code left running, and itself
         _exit(1)
 
-    threading.Thread(target=watch, daemon=True).start()
+    with contextlib.suppress(RuntimeError):  # no thread to spare (ulimit -u): its parent ends it on leaving
+        threading.Thread(target=watch, daemon=True).start()
 
 
 def _read_exactly(fd: int, size: int) -> bytes | None:

@@ -76,6 +76,7 @@ class Server:
         self.fork = fork
         self.stderr = _identity(2 if stderr is None else stderr)
         self.loading = False  # a request is under way: the server has loads' processes to end
+        self.leader: int | None = None  # the session the server led, once it is collected
 
     def tell(self, root: Path) -> None:
         """Send a request that names no spec file: the project the next ones are of."""
@@ -123,17 +124,29 @@ class Server:
         to the command's standard error (one started for another command, a test's, is not)."""
         return self.fork == FORK and self.running() and self.stderr == _stderr()
 
-    def refused(self) -> bool:
-        """Whether the server, gone, could not even import the loading code (BOOT_FAILED): a limit's doing."""
+    def ended(self) -> str | None:
+        """How the server, gone, ended ("killed by SIGKILL", "ended"); None if it could not even import the
+        loading code (BOOT_FAILED: a limit on files or memory)."""
         process = self.process
         if not isinstance(process, int):
-            return process is not None and process.poll() == BOOT_FAILED
+            code = process.wait() if process is not None else 0
+            return None if code == BOOT_FAILED else "ended"
         try:
             _, status = os.waitpid(process, 0)
         except OSError:
-            return False
-        self.process = None  # collected
-        return os.WIFEXITED(status) and os.WEXITSTATUS(status) == BOOT_FAILED
+            return "ended"
+        self.process = None  # collected; its session is ended on close
+        self.leader = process
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == BOOT_FAILED:
+            return None
+        if os.WIFSIGNALED(status):
+            import signal
+
+            try:
+                return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+            except ValueError:
+                return f"killed by signal {os.WTERMSIG(status)}"
+        return "ended"
 
     def running(self) -> bool:
         process = self.process
@@ -149,6 +162,9 @@ class Server:
         processes, and exits (a server killed outright would leave them to whoever adopts them); one that
         has none, or does not exit at once, is killed."""
         _in_use.discard(self)
+        if self.leader is not None:  # collected already (ended): what is left of its session ends
+            _end_session(self.leader)
+            self.leader = None
         for fd in (self.requests, self.answers):
             with contextlib.suppress(OSError):
                 os.close(fd)

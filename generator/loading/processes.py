@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 from generator import heap, process, project
-from generator.errors import GeneratorError, SpecExecutionError
+from generator.errors import GeneratorError, ProcessEndedError, SpecExecutionError
 from generator.loading import load_server, plain_values
 from generator.model import ModuleSpec, SourceLocation
 
@@ -87,17 +87,17 @@ class Running:
         return [_result(outcomes[relative]) for relative in relatives]
 
     def _gone(self, unanswered: list[str]):
-        """The server ended with these loads under way: one of them ended it (os.kill(os.getppid(), ...)),
-        unless it could not even start (a limit on files, processes or memory)."""
-        if self.server.refused():
-            self.server.close()
-            raise process.limit_error(OSError(0, "the process that loads spec files could not start"))
+        """The server ended with these loads under way, or could not even start (a limit on files, processes or
+        memory). Spec code cannot signal it (_refuse_signals_to_the_server): something outside the command
+        ended it."""
+        how = self.server.ended()
         self.server.close()
-        message = (
-            f"the process that loads spec files ended before {', '.join(unanswered)} had loaded: "
-            "spec code must not end or signal other processes"
-        )
-        raise SpecExecutionError(message, SourceLocation(unanswered[0], 1)) from None
+        if how is None:
+            raise process.limit_error(OSError(0, "the process that loads spec files could not start"))
+        raise ProcessEndedError(
+            f"the process that loads spec files was {how} before {', '.join(unanswered)} had loaded, from outside "
+            "the command (a memory limit, the out-of-memory killer, another process); run the command again"
+        ) from None
 
 
 def _load_once(root: Path, relative: str) -> tuple:
@@ -336,10 +336,23 @@ def _ending(running: dict):
         raise
 
 
+def _refuse_signals_to_the_server() -> None:
+    """In a load's process: spec code that signals the server (its parent), its group or every process
+    (os.kill, os.killpg) is refused at its line, before the signal is sent."""
+    server, group = os.getppid(), os.getpgrp()
+
+    def hook(event: str, args: tuple) -> None:
+        if event == "os.kill" and args[0] in (server, 0, -1, -group) or event == "os.killpg" and args[0] in (0, group):
+            raise PermissionError("spec code must not signal the process that loads spec files, nor its group")
+
+    sys.addaudithook(hook)
+
+
 def _run_load(load_here, root: str, relative: str, environ: dict, path: list[str]) -> bytes:
     """In the load's own process: load the spec file, and the pickled outcome."""
     printed = io.StringIO()
     try:
+        _refuse_signals_to_the_server()
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.chdir(root)
         os.environ.clear()
