@@ -121,6 +121,8 @@ class Forked:
         """What the function returned; what it raised, raised here."""
         outcome = self._receive()
         if outcome is not None and outcome[0] == "failed" and self.when_lost is _CALL_HERE:
+            if refused_by_a_limit(outcome[1]):  # made here again, it would fail the same, or worse
+                raise limit_error(outcome[1] if isinstance(outcome[1], OSError) else OSError(errno.ENOMEM, "no memory"))
             outcome = None  # made here again: a bug's traceback comes from this process
         if outcome is None:
             if self.when_lost is _CALL_HERE:
@@ -191,16 +193,19 @@ def isolated_each(function: Callable, items: list, lost: Callable[[object], Gene
     return [isolated(function, item, lost=functools.partial(lost, item)) for item in items]
 
 
-def limit_error(error: OSError) -> ProcessLimitError:
+def limit_error(error: BaseException) -> ProcessLimitError:
     """The one line for a file or a process the system refused (EMFILE, EAGAIN, ENOMEM): which limit, what to do."""
-    if error.errno in (errno.EMFILE, errno.ENFILE):
+    number = getattr(error, "errno", None) if isinstance(error, OSError) else errno.ENOMEM
+    if number in (errno.EMFILE, errno.ENFILE):
         limit = "open files (ulimit -n)"
-    elif error.errno == errno.ENOMEM:
+    elif number == errno.ENOMEM:
         limit = "memory (ulimit -v)"
     else:
         limit = "processes (ulimit -u)"
+    what = {"open files (ulimit -n)": "file", "memory (ulimit -v)": "memory"}.get(limit, "process")
+    reason = (error.strerror if isinstance(error, OSError) else None) or error or type(error).__name__
     return ProcessLimitError(
-        f"the system refused the command a {'file' if 'files' in limit else 'process'} ({error.strerror or error}): "
+        f"the system refused the command {'a ' if what != 'memory' else ''}{what} ({reason}): "
         f"the limit on {limit} is too low for this command; raise it and run the command again"
     )
 
@@ -288,6 +293,12 @@ def _read_exactly(fd: int, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def is_limit(error: OSError) -> bool:
-    """Whether the system refused a file, a process or memory: a limit, no fault of a spec's."""
-    return error.errno in (errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM)
+def refused_by_a_limit(error: BaseException) -> bool:
+    """Whether the system refused a file, a process or memory (ulimit -n, -u, -v): no fault of a spec's. A shared
+    library that cannot be mapped (torch's, under a memory limit) is an ImportError that says so."""
+    if isinstance(error, OSError):
+        return error.errno in (errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM)
+    if isinstance(error, ImportError):
+        text = str(error).lower()
+        return "failed to map segment" in text or "cannot allocate memory" in text
+    return isinstance(error, MemoryError)

@@ -4,6 +4,7 @@ the command is said as that, and leaves no load running; spec code cannot signal
 
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import time
 
 import pytest
 
+from generator import cache
 from tests.support.lingering import ended
 from tests.support.projects import fresh_copy
 
@@ -94,3 +96,11 @@ def test_spec_code_that_signals_the_load_server_is_refused_at_its_line(tmp_path,
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"error: spec/x86.py:{len(text.splitlines())}: "), line
     assert "must not signal the process that loads spec files" in line, line
+
+
+@pytest.mark.parametrize("megabytes", [300, 450])
+def test_a_memory_limit_too_low_for_torch_is_named(tmp_path, tmp_path_factory, megabytes):
+    project = fresh_copy(tmp_path / "project", "x86", factory=tmp_path_factory)
+    shutil.rmtree(cache.Cache(project, cache.TORCH_NAMES).folder, ignore_errors=True)  # torch must be imported
+    done = run_limited(project, resource.RLIMIT_AS, megabytes << 20, "regenerate", "--force")
+    works_or_names_the_limit(done, "(ulimit -v)")
