@@ -18,7 +18,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from generator import commands, errors, project
+from generator import commands, errors, process, project
 from generator.freshness import planning
 from generator.loading import load_server
 
@@ -362,9 +362,13 @@ def main(argv: list[str] | None = None) -> int:
             return fail(console, missing_dependency(error))
         return internal_error(console, error)
     except OSError as error:
+        if process.refused_by_a_limit(error):  # ulimit -n, -u, -v: said as the limit it is
+            return fail(console, process.limit_error(error))
         where = f"{error.filename}: " if error.filename else ""
         return fail(console, errors.FileAccessError(f"{where}{error.strerror or error}"))
     except Exception as error:  # a bug: the user still gets one line, a developer can ask for more
+        if process.refused_by_a_limit(error):  # MemoryError, or torch that cannot be mapped (ulimit -v)
+            return fail(console, process.limit_error(error))
         return internal_error(console, error)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from generator import cache, digests, errors, files, progress, project
 from generator.freshness import manifest, planning, proofs
+from generator.model import SourceLocation
 
 OK, DIFFERENT = 0, 1
 FIX_COMMAND = "python -m generator regenerate"
@@ -267,6 +268,7 @@ def same_output_fix(root: Path) -> str:
 
 
 def cmd_diff(args, console) -> int:
+    from generator import process
     from generator.review import diff, formats, sides
 
     root = args.root
@@ -296,11 +298,19 @@ def cmd_diff(args, console) -> int:
         old, new = old_side.title, new_side.title
         if _stale_notice(new_side, args.format, old, new, console):
             return DIFFERENT
-        results = list(diff.against_revision(old_side, new_side, args.backends))
+        # Other revisions' generated modules are user code: they run in a child process of their own.
+        lost = functools.partial(sides.lost_building, old_side, new_side)
+        results = process.isolated(_revision_diff, old_side, new_side, args.backends, lost=lost)
     if not results:
         raise errors.NothingToCompareError("nothing to compare: no backend on either side")
     console.out.write(formats.render(args.format, results, old, new, uncompared))
     return DIFFERENT if any(r.status != "same" for r in results) else OK
+
+
+def _revision_diff(old_side, new_side, backends: list[str]) -> list:
+    from generator.review import diff
+
+    return list(diff.against_revision(old_side, new_side, backends))
 
 
 def cmd_verify(args, console) -> int:
@@ -375,54 +385,105 @@ def _content_changes(root: Path, stale: list, console) -> list:
 
 
 def cmd_import(args, console) -> int:
-    from generator import user_code
-    from generator.importer import dependencies, reading, round_trip, sections, spec_writer, validation
+    """The builder, and everything that runs its code (reading, analysis, compaction, the proof), run in a child
+    process of their own (generator.process.isolated): nothing it does (exit, atexit, threads, fork) reaches this
+    process, which writes the spec it sends back, once."""
+    from generator import process
+    from generator.importer import reading
 
     root = args.root
     name = args.name or reading.default_name(reading.split_target(args.target)[1])
     _refuse_a_spec_name(name)
     path = project.spec_folder(root) / f"{name}.py"
-    if path.exists() and not args.force:
-        reading.find_builder(args.target, root)  # a misspelt module or function is said first
-        raise errors.SpecExistsError(f"{path.relative_to(root)} exists; give --force to overwrite it or --name")
+    lost = functools.partial(_import_lost, args.target, root)
     with progress.Progress("import") as shown:
+        text, count, report = process.isolated(_imported, args, root, path, shown, lost=lost)
+    if text is None:
+        console.say(f"{'unchanged':9} {path.relative_to(root)}: it already builds exactly what {args.target} returns")
+        console.say(f"next: {FIX_COMMAND}")
+        return OK
+    files.write_if_changed(path, text)
+    console.say(f"{'written':9} {path.relative_to(root)}: {count} pattern{'' if count == 1 else 's'}", "green")
+    for line in report:
+        console.say(line)
+    console.say(f"next: {FIX_COMMAND}")
+    return OK
+
+
+def _imported(args, root: Path, path: Path, shown) -> tuple[str | None, int, list[str]]:
+    """In import's child process: (the spec's text, its pattern count, the dependency report), or (None, 0, [])
+    when the existing spec already builds what the builder returns."""
+    from generator import user_code
+    from generator.importer import dependencies, reading, round_trip, sections, spec_writer, validation
+    from generator.loading import load_server
+
+    try:
+        if path.exists() and not args.force:
+            reading.find_builder(args.target, root)  # a misspelt module or function is said first
+            raise errors.SpecExistsError(f"{path.relative_to(root)} exists; give --force to overwrite it or --name")
         shown.step(f"calling {args.target}")
         builder, module, backend_config, globals_before = reading.load_builder(args.target, root)
         # Reading the config calls the builder's own callables (fuser methods): an exit there must not end the run.
         with user_code.running(errors.BuilderCallError, f"reading {args.target}()", root, exceptions=False):
             shown.step("comparing with the existing spec")
             existing = round_trip.existing_spec(root, path)
-            unchanged = round_trip.spec_already_builds(root, existing, backend_config)
-            if not unchanged:
-                round_trip.refuse_to_drop_backends(existing, backend_config)
-                round_trip.refuse_to_drop_declarations(existing)
-                shown.step(f"reading {len(backend_config.configs)} pattern configs")
-                templates = project.templates(root)
-                spec = reading.read_backend_config(name, args.target, builder, module, backend_config, templates)
-                spec = round_trip.recover(spec, existing)
-                spec = sections.place(spec, root, path)
-                if not args.no_compact:
-                    from generator.importer import compaction
+            if round_trip.spec_already_builds(root, existing, backend_config):
+                return None, 0, []
+            round_trip.refuse_to_drop_backends(existing, backend_config)
+            round_trip.refuse_to_drop_declarations(existing)
+            shown.step(f"reading {len(backend_config.configs)} pattern configs")
+            templates = project.templates(root)
+            spec = reading.read_backend_config(path.stem, args.target, builder, module, backend_config, templates)
+            spec = round_trip.recover(spec, existing)
+            spec = sections.place(spec, root, path)
+            if not args.no_compact:
+                from generator.importer import compaction
 
-                    shown.step(f"compacting {len(spec.backend.configs)} patterns with spec/_common.py's op groups")
-                    spec = compaction.compact(spec, root)
-        if not unchanged:
-            shown.step("checking the spec regenerates")
-            spec = _with_a_free_label(root, path, spec)
-            dependencies.refuse_rebound(spec.backend, globals_before, args.target)
-            text = spec_writer.spec_source(spec)
-            validation.refuse_unless_proven_equal(root, path, text, spec.backend, backend_config, args.target)
-    if unchanged:
-        console.say(f"{'unchanged':9} {path.relative_to(root)}: it already builds exactly what {args.target} returns")
-        console.say(f"next: {FIX_COMMAND}")
-        return OK
-    files.write_if_changed(path, text)
-    count = len(spec.backend.configs)
-    console.say(f"{'written':9} {path.relative_to(root)}: {count} pattern{'' if count == 1 else 's'}", "green")
-    for line in dependencies.report(spec.backend):
-        console.say(line)
-    console.say(f"next: {FIX_COMMAND}")
-    return OK
+                shown.step(f"compacting {len(spec.backend.configs)} patterns with spec/_common.py's op groups")
+                spec = compaction.compact(spec, root)
+        shown.step("checking the spec regenerates")
+        spec = _with_a_free_label(root, path, spec)
+        dependencies.refuse_rebound(spec.backend, globals_before, args.target)
+        text = spec_writer.spec_source(spec)
+        validation.refuse_unless_proven_equal(root, path, text, spec.backend, backend_config, args.target)
+        return text, len(spec.backend.configs), list(dependencies.report(spec.backend))
+    finally:
+        load_server.stop()  # the load servers this process started end with it
+
+
+def _import_lost(target: str, root: Path) -> errors.GeneratorError:
+
+    return errors.BuilderCallError(
+        f"importing {target}: its process ended without a result (a builder, and the code it calls, must not end "
+        "its process, fork or leave threads that exit: raise an Exception instead)",
+        _builder_location(target, root),
+    )
+
+
+def _builder_location(target: str, root: Path) -> SourceLocation | None:
+    """Where MODULE:FUNCTION is defined, found without running any code: the module's file as the path finder
+    finds it (the project root first, as import runs it), the line of the function's `def` (else 1)."""
+    import ast
+    import sys
+    from importlib.machinery import PathFinder
+
+    from generator import user_code
+    from generator.importer import reading
+
+    module_name, function = reading.split_target(target)
+    search, found, parts = [str(root), *sys.path], None, module_name.split(".")
+    for index in range(len(parts)):
+        found = PathFinder.find_spec(".".join(parts[: index + 1]), search)
+        if found is None:
+            return None
+        search = list(found.submodule_search_locations or [])
+    try:
+        tree = ast.parse(Path(found.origin).read_bytes())
+    except (OSError, SyntaxError, ValueError, TypeError):
+        return None
+    name = function.rpartition(".")[2]
+    defined = (n.lineno for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name)
+    return SourceLocation(user_code.shown(found.origin, root), next(defined, 1))
 
 
 def _refuse_a_spec_name(name: str) -> None:

@@ -195,3 +195,11 @@ class NotImportableError(GeneratorError):
 
 class ProjectConfigError(GeneratorError):
     """The project's [tool.backend-config-generator] table in pyproject.toml is not valid."""
+
+
+class ProcessLimitError(GeneratorError):
+    """The system refused a process or a file the command needs (ulimit -u, -n, -v): no fault of the spec."""
+
+
+class ProcessEndedError(GeneratorError):
+    """A process the command runs (the load server) was ended from outside the command: no fault of the spec."""

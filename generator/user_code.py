@@ -18,6 +18,7 @@ import sys
 import threading
 from pathlib import Path
 
+from generator import process
 from generator.errors import GeneratorError
 from generator.model import SourceLocation
 
@@ -176,13 +177,17 @@ class _RealInterrupts:
             return self
         self._saved = signal.getsignal(signal.SIGINT)
         self._outer = getattr(self._saved, "__self__", None)  # user code run within user code
-        if self._saved is signal.default_int_handler or isinstance(self._outer, _RealInterrupts):
+        # process.forward_interrupt is Python's default handler that also passes Ctrl-C on to forked children.
+        if self._saved in (signal.default_int_handler, process.forward_interrupt) or isinstance(
+            self._outer, _RealInterrupts
+        ):
             signal.signal(signal.SIGINT, self._interrupted)
         elif self._saved is not signal.SIG_IGN:
             self.real = True  # a handler of someone else's: trust every KeyboardInterrupt
         return self
 
     def _interrupted(self, signum, frame):
+        process.interrupt_children()
         self.real = True
         if isinstance(self._outer, _RealInterrupts):
             self._outer.real = True

@@ -252,8 +252,9 @@ def test_what_the_child_prints_goes_to_standard_error(capfd) -> None:
     assert (out, err) == ("", "said by the child\n")
 
 
-# Ctrl-C reaches the whole job: a child stopped by it says so, and the parent raises KeyboardInterrupt
-# even when it missed the signal itself (torch's import can swallow a KeyboardInterrupt).
+# Ctrl-C reaches the whole job, and the parent passes it on to its children's groups: a child stopped by it
+# says so, and the parent raises KeyboardInterrupt even when it missed the signal itself (torch's import can
+# swallow a KeyboardInterrupt).
 MISSED_CTRL_C = """
 import os, pathlib, signal, sys, time
 from generator import process
@@ -263,9 +264,11 @@ def slow_user_code():
     return "finished"
 
 with process.Forked(slow_user_code) as call:
-    if sys.argv[1] == "parent-misses-it":
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # as if torch's import had swallowed it
     pathlib.Path(sys.argv[2]).touch()
+    try:
+        time.sleep(60)  # as torch's import, which may swallow the KeyboardInterrupt
+    except KeyboardInterrupt:
+        pass
     try:
         print(call.result())
     except KeyboardInterrupt:

@@ -1,12 +1,14 @@
 """`verify` and `diff --against-torch` run the generated modules and the reference builders, user code, in a child
 process of their own: a reference builder that ends its process (posix._exit, which no guard can refuse) is one
-line, exit 2, never a silent exit 0; one that forks does not print the report twice."""
+line, exit 2, never a silent exit 0; one that forks does not print the report twice; one that leaves a process
+running (a daemon multiprocessing.Process) neither holds the command nor outlives it."""
 
 import subprocess
 import sys
 
 import pytest
 
+from tests.support.lingering import daemon_source, ended
 from tests.support.projects import fresh_copy
 
 ENDING = "import posix\n\n\ndef get_x86_backend_config():\n    posix._exit(0)\n"
@@ -30,9 +32,9 @@ def with_reference(project, source: str):
     assert run(project, "regenerate").returncode == 0
 
 
-def run(project, *args):
+def run(project, *args, timeout=600):
     return subprocess.run([sys.executable, "-m", "generator", "--root", str(project), *args],
-                          capture_output=True, text=True, timeout=600, start_new_session=True)  # fmt: skip
+                          capture_output=True, text=True, timeout=timeout, start_new_session=True)  # fmt: skip
 
 
 @pytest.mark.parametrize("command", [["verify"], ["diff", "--against-torch"]], ids=["verify", "diff"])
@@ -50,3 +52,16 @@ def test_a_reference_builder_that_forks_is_reported_once(project):
     done = run(project, "verify")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("verify: all 1 backend(s) hold") == 1, done.stdout
+
+
+def test_a_process_a_reference_builder_leaves_running_ends_with_the_command(project):
+    pid_file = project / "daemon.pid"
+    with_reference(project, "from torch.ao.quantization.backend_config import x86\n" + daemon_source(pid_file)
+                   + "\n\ndef get_x86_backend_config():\n    _start_a_daemon()\n"
+                   "    return x86.get_x86_backend_config()\n")  # fmt: skip
+    try:
+        done = run(project, "diff", "--against-torch", timeout=300)  # the daemon lives ten minutes
+    finally:
+        gone = ended(pid_file)
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+    assert gone, "the daemon the reference builder started outlived the command"

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -109,19 +110,23 @@ def run(capsys, project, *args):
 
 
 def counted_run(capsys, project, *args) -> tuple[tuple[int, str, str], list[str]]:
-    """run(...), and the generated modules it built (sides._module_from_source), in order."""
-    built = []
+    """run(...), and the generated modules it built (sides._module_from_source), in order: written to a file as
+    each is built, since they are built in a child process."""
     real = sides._module_from_source
+    with tempfile.TemporaryDirectory() as folder:
+        record = Path(folder) / "built"
+        record.touch()
 
-    def counting(name, source, filename):
-        built.append(name)
-        return real(name, source, filename)
+        def counting(name, source, filename):
+            with record.open("a") as file:
+                file.write(name + "\n")
+            return real(name, source, filename)
 
-    sides._module_from_source = counting
-    try:
-        return run(capsys, project, *args), built
-    finally:
-        sides._module_from_source = real
+        sides._module_from_source = counting
+        try:
+            return run(capsys, project, *args), record.read_text().splitlines()
+        finally:
+            sides._module_from_source = real
 
 
 @pytest.fixture

@@ -208,12 +208,12 @@ def test_loads_work_with_a_standard_stream_closed(project, closed):
 
 
 def test_a_spec_that_signals_its_process_group_ends_no_more_than_the_loads(project):
-    """The load server has a session of its own: a spec's os.killpg(0, SIGTERM) ends the loads, and the
-    command says so in one line (exit 2) instead of being killed with them."""
+    """The load server has a session of its own, and a spec's os.killpg(0, SIGTERM) is refused at its line before
+    the signal is sent: the command says so in one line (exit 2) instead of being killed with the loads."""
     append(project / "spec" / "x86.py", "import os as _o, signal as _s\n_o.killpg(0, _s.SIGTERM)")
     done = subprocess.run([sys.executable, "-m", "generator", "--root", str(project), "regenerate", "--force"],
                           capture_output=True, text=True, timeout=300, start_new_session=True)  # fmt: skip
-    one_line_error(done, "the process that loads spec files ended", "spec/x86.py")
+    one_line_error(done, "must not signal the process that loads spec files", "spec/x86.py")
 
 
 def test_a_project_under_a_folder_named_like_a_package_folder_records_its_reads(tmp_path_factory, tmp_path):

@@ -25,6 +25,8 @@ a corrupt cache, or a piece forged to other code, cannot change what is written
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -252,7 +254,8 @@ def _exit_with_parent(parent: int) -> None:
             time.sleep(0.2)
         os._exit(1)
 
-    threading.Thread(target=watch, daemon=True).start()
+    with contextlib.suppress(RuntimeError):  # no thread to spare (ulimit -u): the queue's end still ends it
+        threading.Thread(target=watch, daemon=True).start()
 
 
 class Formatter:
@@ -282,10 +285,17 @@ class Formatter:
             import black  # noqa: F401  -- imported once, before forking, so the workers inherit it
 
             context = multiprocessing.get_context("fork")
+            workers = min(self.jobs, os.cpu_count() or 1)  # more processes than cores format nothing sooner
             self.pool = concurrent.futures.ProcessPoolExecutor(
-                self.jobs, mp_context=context, initializer=_exit_with_parent, initargs=(os.getpid(),)
+                workers, mp_context=context, initializer=_exit_with_parent, initargs=(os.getpid(),)
             )
         return self.pool
+
+    def _inline(self) -> None:
+        """No workers from now on: the system refused them (a limit on processes, files or memory)."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+        self.pool, self.jobs = None, 1
 
     def submit(self, source: str, output: str) -> Callable[[], str]:
         """Start formatting `source`; the returned callable waits for and returns the result."""
@@ -338,8 +348,21 @@ class Formatter:
         jobs.sort(key=lambda job: -len(job.text))
         shares = [jobs[i :: self.jobs * 2] for i in range(min(len(jobs), self.jobs * 2))]
         pool = self._workers()
-        futures = [(share, pool.submit(format_blocks, [job.text for job in share], output)) for share in shares]
-        return [lambda s=share, f=future: _finish(s, f.result()) for share, future in futures]
+        try:
+            futures = [(share, pool.submit(format_blocks, [job.text for job in share], output)) for share in shares]
+        except (OSError, RuntimeError):  # no process or thread to spare: formatted here, as with one job
+            self._inline()
+            return [lambda: _finish(jobs, format_blocks([job.text for job in jobs], output))]
+
+        def finish(share: list[Job], future) -> None:
+            try:
+                formatted = future.result()
+            except (OSError, RuntimeError):  # BrokenProcessPool: a worker the system ended or refused
+                self._inline()
+                formatted = format_blocks([job.text for job in share], output)
+            _finish(share, formatted)
+
+        return [functools.partial(finish, share, future) for share, future in futures]
 
     def __exit__(self, exc_type, *exc_info) -> None:
         if self.pool is not None:

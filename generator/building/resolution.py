@@ -137,22 +137,85 @@ def _new_facts(unknown: dict[str, TorchRef], unknown_methods: dict, root: Path):
     """(facts, error) of the new names, then (facts, error) of the new method names (imports torch).
 
     The errors are returned, not raised, so that the caller raises them in its
-    order; method names are not looked up once a name is missing.
+    order; method names are not looked up once a name is missing. torch's own
+    names and Tensor's methods are looked up before any other module is imported,
+    as a user's fresh interpreter has them: a vendor module may add names to torch
+    as it imports (`torch.nn.NpuGELU`), which a generated module that does not
+    import it never sees. Where this process has imported torch already (and
+    perhaps such a module: `import` has run a builder), they are looked up in a
+    fresh interpreter.
     """
-    ref_facts, method_facts, method_error = {}, {}, None
-    if unknown:
+    torchs = {path: ref for path, ref in unknown.items() if path.partition(".")[0] == "torch"}
+    others = {path: ref for path, ref in unknown.items() if path not in torchs}
+    fresh = "torch" not in sys.modules
+    facts, error, method_facts, method_error = (
+        torch_facts(torchs, unknown_methods, root) if fresh else _in_a_fresh_interpreter(torchs, unknown_methods, root)
+    )
+    if others:
+        # A reference builder or an importable() name may be the user's own module, run on import.
+        with project_on_path(root), user_code.running(UnknownTorchNameError, "importing the spec's names", root):
+            their_facts, their_error = _facts_in_order(others)
+        facts = {**facts, **their_facts}
+        if their_error is not None:
+            order = list(unknown)
+            first = next(path for path in others if path not in facts)
+            failed = next((path for path in torchs if path not in facts), None) if error is not None else None
+            if failed is None or order.index(first) < order.index(failed):
+                error = their_error  # the first missing name in the spec's order is the one reported
+    if error is not None:
+        return {}, error, {}, None
+    return facts, None, method_facts, method_error
+
+
+def torch_facts(refs: dict[str, TorchRef], methods: dict, root: Path):
+    """(facts, error) of torch's own names, then (facts, error) of Tensor's method names, looked up here."""
+    facts, error = _facts_in_order(refs)
+    if error is not None or not methods:
+        return facts, error, {}, None
+    try:
+        return facts, None, method_names.facts_from_torch(methods, root), None
+    except GeneratorError as method_error:
+        return facts, None, {}, method_error
+
+
+def _facts_in_order(refs: dict[str, TorchRef]) -> tuple[dict, GeneratorError | None]:
+    """The facts of the names up to the first that fails, and its error (None if none fails)."""
+    facts = {}
+    for path, ref in refs.items():
         try:
-            # A reference builder or an importable() name may be the user's own module, run on import.
-            with project_on_path(root), user_code.running(UnknownTorchNameError, "importing the spec's names", root):
-                ref_facts = _facts_from_torch(unknown)
+            facts.update(_facts_from_torch({path: ref}))
         except GeneratorError as error:
-            return {}, error, {}, None
-    if unknown_methods:
-        try:
-            method_facts = method_names.facts_from_torch(unknown_methods, root)
-        except GeneratorError as error:
-            method_error = error
-    return ref_facts, None, method_facts, method_error
+            return facts, error
+    return facts, None
+
+
+# torch's names looked up in an interpreter that imported nothing else: the facts, pickled, on standard output.
+_FRESH = (
+    "import pickle, sys\n"
+    "sys.path.insert(0, sys.argv[1])\n"
+    "from generator.building import resolution\n"
+    "found = resolution.torch_facts(*pickle.load(sys.stdin.buffer))\n"
+    "sys.stdout.buffer.write(pickle.dumps(found))\n"
+)
+
+
+def _in_a_fresh_interpreter(refs: dict[str, TorchRef], methods: dict, root: Path):
+    """torch_facts, from a fresh interpreter (isolated: no project folder, no PYTHON* variable on its path); here
+    if none can be started (a process limit)."""
+    if not refs and not methods:
+        return {}, None, {}, None
+    import pickle
+    import subprocess
+
+    parent = str(Path(__file__).resolve().parent.parent.parent)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-c", _FRESH, parent], input=pickle.dumps((refs, methods, root)),
+            capture_output=True, check=False,
+        )  # fmt: skip
+        return pickle.loads(done.stdout)
+    except Exception:  # noqa: BLE001 - no process to spare, or it failed: looked up here, as before
+        return torch_facts(refs, methods, root)
 
 
 def _check(ref: TorchRef, role: str, what: str, fact: dict) -> None:

@@ -35,7 +35,7 @@ _BOOT = (
     "    from generator import user_cache\n"
     "    user_cache.keep_own_bytecode()\n"  # where PYTHONDONTWRITEBYTECODE leaves no .pyc
     "    from generator.loading import loader, processes\n"
-    "except BaseException:\n"  # no traceback: the command says its loads' process ended early
+    "except BaseException:\n"  # no traceback: the command says its loads' process could not start (BOOT_FAILED)
     "    os._exit(3)\n"
     "sys.path.remove(sys.argv[1])\n"  # a load finds its project's modules (its spec/), never the generator's
     "processes.serve(result, sys.argv[2] == 'fork', loader.load_here, loader.prepare)\n"
@@ -49,6 +49,13 @@ _server: Server | None = None
 
 class Gone(Exception):
     """The server ended before it answered a request."""
+
+
+class Refused(Exception):
+    """The system refused the server a file or a process it needed (a limit: ulimit -n, -u): `str()` says which."""
+
+
+BOOT_FAILED = 3  # the server's exit status when it could not import the loading code (no file or memory to spare)
 
 
 class Server:
@@ -69,6 +76,7 @@ class Server:
         self.fork = fork
         self.stderr = _identity(2 if stderr is None else stderr)
         self.loading = False  # a request is under way: the server has loads' processes to end
+        self.leader: int | None = None  # the session the server led, once it is collected
 
     def tell(self, root: Path) -> None:
         """Send a request that names no spec file: the project the next ones are of."""
@@ -98,6 +106,8 @@ class Server:
             if frame is None:
                 raise Gone
             relative, payload = pickle.loads(frame)  # the server's own frame: a name and a child's bytes
+            if relative is None:  # the system refused the server a file or a process: no load's fault
+                raise Refused(payload)
             if relative in left:
                 left.discard(relative)
                 yield relative, payload
@@ -114,6 +124,30 @@ class Server:
         to the command's standard error (one started for another command, a test's, is not)."""
         return self.fork == FORK and self.running() and self.stderr == _stderr()
 
+    def ended(self) -> str | None:
+        """How the server, gone, ended ("killed by SIGKILL", "ended"); None if it could not even import the
+        loading code (BOOT_FAILED: a limit on files or memory)."""
+        process = self.process
+        if not isinstance(process, int):
+            code = process.wait() if process is not None else 0
+            return None if code == BOOT_FAILED else "ended"
+        try:
+            _, status = os.waitpid(process, 0)
+        except OSError:
+            return "ended"
+        self.process = None  # collected; its session is ended on close
+        self.leader = process
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == BOOT_FAILED:
+            return None
+        if os.WIFSIGNALED(status):
+            import signal
+
+            try:
+                return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+            except ValueError:
+                return f"killed by signal {os.WTERMSIG(status)}"
+        return "ended"
+
     def running(self) -> bool:
         process = self.process
         if isinstance(process, int):
@@ -128,6 +162,9 @@ class Server:
         processes, and exits (a server killed outright would leave them to whoever adopts them); one that
         has none, or does not exit at once, is killed."""
         _in_use.discard(self)
+        if self.leader is not None:  # collected already (ended): what is left of its session ends
+            _end_session(self.leader)
+            self.leader = None
         for fd in (self.requests, self.answers):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -142,10 +179,12 @@ class Server:
                         break
                     time.sleep(0.001)
                 else:
+                    _end_session(process)  # loads of a server that was killed (by another process) end too
                     return
         if isinstance(process, int):
             import signal
 
+            _end_session(process)  # it leads a session of its own: its loads end with it
             with contextlib.suppress(OSError):
                 os.kill(process, signal.SIGKILL)
             with contextlib.suppress(OSError):
@@ -154,6 +193,13 @@ class Server:
             with contextlib.suppress(Exception):
                 process.kill()
                 process.wait()
+
+
+def _end_session(leader: int) -> None:
+    import signal
+
+    with contextlib.suppress(OSError):
+        os.killpg(leader, signal.SIGKILL)
 
 
 def _spawn(arguments: list[str], environment: dict, stderr: int | None) -> tuple:
@@ -191,9 +237,11 @@ def _spawn(arguments: list[str], environment: dict, stderr: int | None) -> tuple
 
 def start_early(arguments: list[str]) -> None:
     """Start the load server as a command starts, when its arguments name one that loads spec files:
-    it then boots while the command imports its own modules. Only a head start, never needed."""
+    it then boots while the command imports its own modules. Only a head start, never needed: one the
+    system refuses (a limit on files or processes) is started, or refused in one line, when loads come."""
     if FORK and (_LOADING_COMMANDS.intersection(arguments) or {"check", "--full"} <= set(arguments)):
-        prestart()
+        with contextlib.suppress(OSError):
+            prestart()
 
 
 def prestart() -> None:

@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 from generator import heap, process, project
-from generator.errors import GeneratorError, SpecExecutionError
+from generator.errors import GeneratorError, ProcessEndedError, SpecExecutionError
 from generator.loading import load_server, plain_values
 from generator.model import ModuleSpec, SourceLocation
 
@@ -75,6 +75,9 @@ class Running:
                     outcomes[relative] = _outcome(relative, payload)  # as each comes: the others still run
             except load_server.Gone:
                 self._gone([relative for relative in relatives if relative not in outcomes])
+            except load_server.Refused as refused:
+                self.server.close()
+                raise process.limit_error(OSError(*refused.args[0])) from None
             except BaseException:
                 self.server.close()
                 raise
@@ -84,13 +87,17 @@ class Running:
         return [_result(outcomes[relative]) for relative in relatives]
 
     def _gone(self, unanswered: list[str]):
-        """The server ended with these loads under way: one of them ended it (os.kill(os.getppid(), ...))."""
+        """The server ended with these loads under way, or could not even start (a limit on files, processes or
+        memory). Spec code cannot signal it (_refuse_signals_to_the_server): something outside the command
+        ended it."""
+        how = self.server.ended()
         self.server.close()
-        message = (
-            f"the process that loads spec files ended before {', '.join(unanswered)} had loaded: "
-            "spec code must not end or signal other processes"
-        )
-        raise SpecExecutionError(message, SourceLocation(unanswered[0], 1)) from None
+        if how is None:
+            raise process.limit_error(OSError(0, "the process that loads spec files could not start"))
+        raise ProcessEndedError(
+            f"the process that loads spec files was {how} before {', '.join(unanswered)} had loaded, from outside "
+            "the command (a memory limit, the out-of-memory killer, another process); run the command again"
+        ) from None
 
 
 def _load_once(root: Path, relative: str) -> tuple:
@@ -153,6 +160,8 @@ def serve(result: int, fork: bool, load_here, prepare) -> None:
     base_path = list(sys.path)
     try:
         _serve(result, fork, load_here, prepare, base_path)
+    except OSError as error:  # the system refused a file or a process (or the command is gone: nobody reads)
+        _refused(result, error)
     except BaseException:  # noqa: BLE001 - the command gone (a broken pipe): the server ends without a word
         _exit(0)
 
@@ -188,10 +197,15 @@ def _fork_loads(load_here, result: int, root: str, files: list[str], environ: di
         selector.register(0, selectors.EVENT_READ)  # the command gone (end of input): so are its loads
         while waiting or running:
             while waiting and len(running) < limit:
-                relative = waiting.pop(0)
-                read, write = os.pipe()
-                printed, prints = os.pipe()
-                pid = os.fork()
+                relative = waiting[0]
+                try:
+                    read, write, printed, prints, pid = _forked_load()
+                except OSError as error:  # a limit on files or processes: fewer loads at once, else said
+                    if not running:
+                        _refused(result, error)
+                    limit = len(running)
+                    break
+                waiting.pop(0)
                 if pid == 0:
                     os.close(read)
                     os.close(printed)
@@ -241,6 +255,27 @@ def _fork_loads(load_here, result: int, root: str, files: list[str], environ: di
                             break
                     _stop_passing_on(selector, outputs, printed)
                 load_server.write_frame(result, pickle.dumps((relative, outcome)))
+
+
+def _forked_load() -> tuple[int, int, int, int, int]:
+    """The pipes of a load (its result's, its printing's) and its process, forked: (read, write, printed,
+    prints, pid); nothing left open if the system refuses one (OSError)."""
+    opened = []
+    try:
+        opened.extend(os.pipe())
+        opened.extend(os.pipe())
+        return (*opened, os.fork())
+    except OSError:
+        for fd in opened:
+            os.close(fd)
+        raise
+
+
+def _refused(result: int, error: OSError) -> None:
+    """Tell the command the system refused what a load needs (not a load's fault), and end."""
+    with contextlib.suppress(OSError):
+        load_server.write_frame(result, pickle.dumps((None, (error.errno, error.strerror))))
+    _exit(4)
 
 
 def _pass_on(printed: int) -> bool:
@@ -303,10 +338,23 @@ def _ending(running: dict):
         raise
 
 
+def _refuse_signals_to_the_server() -> None:
+    """In a load's process: spec code that signals the server (its parent), its group or every process
+    (os.kill, os.killpg) is refused at its line, before the signal is sent."""
+    server, group = os.getppid(), os.getpgrp()
+
+    def hook(event: str, args: tuple) -> None:
+        if event == "os.kill" and args[0] in (server, 0, -1, -group) or event == "os.killpg" and args[0] in (0, group):
+            raise PermissionError("spec code must not signal the process that loads spec files, nor its group")
+
+    sys.addaudithook(hook)
+
+
 def _run_load(load_here, root: str, relative: str, environ: dict, path: list[str]) -> bytes:
     """In the load's own process: load the spec file, and the pickled outcome."""
     printed = io.StringIO()
     try:
+        _refuse_signals_to_the_server()
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.chdir(root)
         os.environ.clear()

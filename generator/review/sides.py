@@ -199,6 +199,32 @@ def side_backends(side: Side, sources: dict[str, str], skipped: set[str]) -> dic
     return found
 
 
+def lost_building(old: Side, new: Side) -> GeneratedModuleError:
+    """The error for a diff whose process ended without a result: the first generated module that ends its
+    process when it is built alone, in a process of its own (it has no line to blame: its file's first)."""
+    for side in (old, new):
+        for name, source in side.sources().items():
+            where = f"{side.generated}/{name}.py"
+            shown = where + (f" at {side.revision}" if side.revision else "")
+            message = (
+                f"{shown}: its process ended without a result (a generated module must not end its process, fork "
+                "or leave threads that exit: regenerate it, or compare other revisions)"
+            )
+            error = GeneratedModuleError(message, SourceLocation(where, 1))
+            try:
+                process.isolated(_builds, side, name, source, lost=lambda error=error: error)
+            except GeneratorError as found:  # another error of the module's is said when it is compared
+                if found is error:
+                    return error
+    return GeneratedModuleError(
+        "diff: its process ended without a result (a generated module, or code it calls, must not end its process)"
+    )
+
+
+def _builds(side: Side, name: str, source: str) -> None:
+    side_backends(side, {name: source}, set())
+
+
 def given_labels(module: types.ModuleType) -> dict[str, str]:
     """{builder: label} of a generated module's builders whose spec gives the label (`Backend(label=...)`):
     the module records them, since their BackendConfig's name does not tell it."""
