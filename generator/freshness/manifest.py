@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from generator import digests, files, project
+from generator import digests, errors, files, project
 
 PATH = Path(project.DEFAULT.manifest)  # in a project of the default layout; path_in(root) in any
 ABOUT = "Written by python -m generator regenerate: what each generated file was made from. DO NOT EDIT."
@@ -69,21 +69,90 @@ def path_in(root: Path) -> Path:
 
 
 def read(root: Path) -> Manifest | None:
-    """The manifest, or None when it is missing or not one (a hand edit that broke it)."""
+    """The manifest, or None when it is missing or not one (a hand edit that broke it, JSON too deep to read).
+
+    It is untrusted input (a bad merge, a hand edit, a pull request): ManifestError when it lists an output the
+    generator could not have written here, or an input by an absolute path, so nothing it names outside the
+    generated files is ever deleted or replaced."""
+    relative = path_in(root)
     try:
-        document = json.loads((root / path_in(root)).read_text(encoding="utf-8"))
+        text = (root / relative).read_text(encoding="utf-8")
+        document = json.loads(text)
         outputs = {
             name: Entry(
-                str(record["digest"]),
-                tuple(record["inputs"]),
-                tuple(sorted(record.get("pinned", {}).items())),
-                record.get("previous"),
+                _string(record["digest"]),
+                tuple(_string(name) for name in record["inputs"]),
+                tuple(sorted((_string(n), _string(d)) for n, d in record.get("pinned", {}).items())),
+                record.get("previous") and _string(record["previous"]),
             )
             for name, record in document["outputs"].items()
         }
-        return Manifest(dict(document["inputs"]), outputs)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        inputs = {_string(name): _string(digest) for name, digest in document["inputs"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
+    _check_paths(root, relative.as_posix(), text, outputs, inputs)
+    return Manifest(inputs, outputs)
+
+
+def _string(value) -> str:
+    if not isinstance(value, str):
+        raise TypeError(value)
+    return value
+
+
+def _check_paths(root: Path, relative: str, text: str, outputs: dict[str, Entry], inputs: dict[str, str]) -> None:
+    """Every output a file the generator writes (a module in the generated folder, the matrix), every input
+    named relative to the root."""
+    layout = project.config(root)
+    for name in sorted(outputs):
+        if not _could_be_written(root, layout, name):
+            matrix = f" and {layout.matrix}" if layout.matrix else ""
+            raise errors.ManifestError(
+                f"lists {name!r} as a generated file, which the generator does not write (only "
+                f"{layout.generated}/*.py{matrix}), so it neither removes nor replaces it; take that entry out "
+                f"(a bad merge?), or delete {relative} and run python -m generator regenerate",
+                _line_of(relative, text, name),
+            )
+    for name in sorted({*inputs, *(n for entry in outputs.values() for n in entry.inputs)}):
+        if PurePosixPath(name).is_absolute() or PureWindowsPath(name).is_absolute() or "\0" in name:
+            raise errors.ManifestError(
+                f"lists the input {name!r}, which is no path relative to the project; take that entry out, or "
+                f"delete {relative} and run python -m generator regenerate",
+                _line_of(relative, text, name),
+            )
+
+
+def _could_be_written(root: Path, layout: project.ProjectConfig, name: str) -> bool:
+    """A generated module's file (`generated/x86.py`), the configured matrix, or a matrix the project had
+    before its table moved it: a Markdown file of the project that is gone or starts with the matrix's header."""
+    if name == layout.matrix:
+        return True
+    folder, _, file = name.rpartition("/")
+    stem = file.removesuffix(".py")
+    if folder == layout.generated and file.endswith(".py"):
+        return stem.isidentifier() and not stem.startswith("__") and stem != PATH.stem
+    parts = name.split("/")
+    if not name.endswith(".md") or any(part in ("", ".", "..") or part.startswith(".") for part in parts):
+        return False
+    if "\\" in name or PureWindowsPath(name).is_absolute() or project.is_output(root, name):
+        return False
+    header = digests.MARKDOWN.line(digests.GENERATED_TEXT).encode()
+    try:
+        with open(root / name, "rb") as stream:
+            return stream.read(len(header)) == header
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def _line_of(relative: str, text: str, name: str):
+    """Where the manifest names `name` (its first line saying so), or its first line."""
+    from generator.model import SourceLocation  # only for an error: check's fast path does without the model
+
+    quoted = json.dumps(name)
+    found = next((number for number, line in enumerate(text.splitlines(), 1) if quoted in line), 1)
+    return SourceLocation(relative, found)
 
 
 def updated(

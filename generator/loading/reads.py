@@ -310,7 +310,7 @@ class Observer:
                 try:
                     with open(self.root / layout.manifest, encoding="utf-8") as stream:
                         names.update(str(name) for name in json.load(stream)["outputs"])
-                except (OSError, ValueError, KeyError, TypeError):
+                except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
                     pass  # no manifest (a first run), or a broken one
             finally:
                 self._busy = busy
