@@ -15,6 +15,7 @@ import functools
 import hashlib
 import importlib.util
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -148,6 +149,8 @@ NOT_INPUTS = (".git", cache.FOLDER.parts[0], "__pycache__")
 # The digest of a path a spec load tested (os.path.isdir, Path.exists) that is a folder: its being one is what
 # the load saw (what it lists is another input, its listing).
 FOLDER = "folder"
+# The digest of a path a spec load tested or opened that is neither a file nor a folder (a FIFO, a device).
+NOT_A_FILE = "not a file"
 # Inputs that are environment variables: `env:NAME`, and ENVIRONMENT_INPUT for the whole environment (a load
 # that iterated os.environ or copied it). Project files are never named so (loading/reads.py names a file
 # `env:...` in the project's top folder `./env:...`).
@@ -166,11 +169,40 @@ def input_digest(root: Path, name: str) -> str:
     try:
         if name.endswith("/"):
             return _listing_digest(root, name)
-        return _file_digest(root / name)
+        return path_digest(root / name)
     except IsADirectoryError:
         return FOLDER
     except OSError:
         return ABSENT
+
+
+def path_digest(path) -> str:
+    """What is at a path, as a load finds it and `check` again: a file's bytes and whether it is executable
+    (what git keeps of its mode, os.access(X_OK) answers), FOLDER, NOT_A_FILE (a FIFO is never waited on, a
+    device never read) or ABSENT; a symbolic link also by its target (os.readlink, os.path.realpath see it)."""
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = None  # not a link (or nothing there)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except FileNotFoundError:
+        found = ABSENT
+    except IsADirectoryError:
+        found = FOLDER
+    else:
+        with os.fdopen(descriptor, "rb", buffering=0) as stream:
+            mode = os.fstat(descriptor).st_mode
+            if stat.S_ISDIR(mode):
+                found = FOLDER
+            elif not stat.S_ISREG(mode):
+                found = NOT_A_FILE
+            else:
+                found = bytes_digest(stream.read())
+                if mode & stat.S_IXUSR:
+                    found = text_digest(f"executable\0{found}")
+    return found if target is None else text_digest(f"link\0{target}\0{found}")
 
 
 def variable_digest(value: str | None) -> str:

@@ -32,7 +32,6 @@ import functools
 import importlib.machinery
 import json
 import os
-import stat
 import sys
 import types
 from pathlib import Path
@@ -44,11 +43,15 @@ _GENERATOR_DIR = str(Path(__file__).resolve().parent.parent) + os.sep
 # The standard library's own code (importlib, pathlib, glob) only carries out what its caller asks.
 _STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
 _LISTING_EVENTS = ("os.listdir", "os.scandir")
-_OBSERVED_EVENTS = frozenset(("exec", "open", "sqlite3.connect", *_LISTING_EVENTS))
+# Events of starting another program: what it reads is not seen (no audit event, another process).
+_STARTING_EVENTS = ("subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn")
+_OBSERVED_EVENTS = frozenset(("exec", "open", "sqlite3.connect", *_LISTING_EVENTS, *_STARTING_EVENTS))
 # A module's namespace, read where the import system keeps it: not vars(), which asks the object for its
 # `__dict__` attribute, and a module's class (user code) may make that raise or answer with another dict.
 _namespace = types.ModuleType.__dict__["__dict__"].__get__
 _PACKAGES = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
+# The process's and the machine's own state, not files of a repository: no input (docs/guarantees.md).
+_SYSTEM = ("/proc/", "/sys/", "/dev/")
 
 _HOOKS = read_hooks.__file__
 _observer: Observer | None = None
@@ -78,6 +81,9 @@ class Observer:
         # The first file the load read that no load may depend on (the generator's outputs, .git, .cache), with
         # the spec line that read it: the load's error (loader).
         self.off_limits: tuple[str, str, tuple[str, int] | None] | None = None
+        # The first thing the load did whose reads cannot be recorded (starting another program), with the spec
+        # line that did it: the load's error (loader).
+        self.refused: tuple[str, tuple[str, int] | None] | None = None
 
     @contextlib.contextmanager
     def load(self):
@@ -145,9 +151,9 @@ class Observer:
         if relative not in self.digests:
             self._busy = True  # reading it here must not be observed again
             try:
-                self.digests[relative] = _file_digest(filename)
+                self.digests[relative] = digests.path_digest(filename)
             except OSError:
-                return  # neither a file nor a folder (a device, a pipe), or unreadable: nothing to record
+                return  # unreadable: nothing to record
             finally:
                 self._busy = False
         read.add(relative)
@@ -293,7 +299,7 @@ class Observer:
     def _outside_relative(self, filename: str) -> str | None:
         """A file outside the project (`../shared/doc.txt` in a monorepo), by its path relative to the root (so the
         record is the same in every clone of the repository); None for the Python installation and the generator."""
-        if not os.path.isabs(filename) or filename.startswith(self._installed):
+        if not os.path.isabs(filename) or filename.startswith(self._installed) or filename.startswith(_SYSTEM):
             return None
         if _installed_part(filename, self._prefix):
             return None
@@ -335,6 +341,11 @@ class Observer:
         if self._asked_by_project_code():
             self.off_limits = (name, what, self._project_line())
 
+    def refuse(self, what: str) -> None:
+        """Remember the first thing project code did whose reads cannot be recorded: the load fails at that line."""
+        if self.refused is None and self._asked_by_project_code():
+            self.refused = (what, self._project_line())
+
     def _project_line(self) -> tuple[str, int] | None:
         """The innermost line of the project's own code under way: where it read what it read."""
         frame = sys._getframe(1)
@@ -349,6 +360,12 @@ class Observer:
         return filename.startswith(self._prefix) and not filename.startswith(self._outside)
 
     def _saw(self, event: str, args) -> None:
+        if event in _STARTING_EVENTS:
+            if self._read is not None:
+                program = os.fsdecode(args[0]) if args and isinstance(args[0], (str, bytes, os.PathLike)) else "?"
+                self.refuse(f"starts another program ({event}: {program!r}), whose reads are not recorded, so check "
+                            "could not tell when they change the output; read the files in the spec itself")
+            return
         if event in _LISTING_EVENTS:
             path = args[0] if args[0] is not None else "."
             if isinstance(path, int):
@@ -372,10 +389,10 @@ class Observer:
             path, mode, flags = args
             if isinstance(path, int) or path is None:
                 return
-            if mode is not None and any(c in mode for c in "wax+"):
-                return  # written, not read
-            if mode is None and isinstance(flags, int) and flags & read_hooks.WRITING:
-                return
+            if not isinstance(flags, int):
+                flags = os.O_RDONLY if mode is None or not any(c in mode for c in "wax+") else os.O_WRONLY
+            if flags & os.O_ACCMODE == os.O_WRONLY or flags & (os.O_TRUNC | os.O_EXCL):
+                return  # written, not read ("r+b" and "a+" read what is there: then mmap, read, ...)
             filename = os.path.abspath(os.fsdecode(path))
         if self._read is None:
             return
@@ -501,19 +518,8 @@ def _audit(event: str, args) -> None:
         observer._saw(event, args)
     except Exception:  # noqa: S110 - an audit hook that raises would fail the user's own open()
         pass
-
-
-def _file_digest(filename: str) -> str:
-    """What a load found at a path: a file's bytes, a folder, or nothing (ABSENT); OSError for anything else."""
-    try:
-        with open(filename, "rb") as stream:
-            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
-                raise OSError("not a file")
-            return digests.bytes_digest(stream.read())
-    except FileNotFoundError:
-        return digests.ABSENT  # looked for: its appearing changes the output
-    except IsADirectoryError:
-        return digests.FOLDER
+    if event in _STARTING_EVENTS and observer.refused is not None:
+        raise PermissionError(f"refused: {observer.refused[0]}")  # the program does not run: the load fails
 
 
 def _installation(project_prefix: str) -> tuple[str, ...]:
