@@ -478,3 +478,16 @@ def test_a_read_that_cannot_be_recorded_is_refused_at_its_line(project_with_only
     assert done.stderr.startswith(f"error: spec/x86.py:{line}: spec/x86.py {said}"), done.stderr
     assert len(done.stderr.splitlines()) == 1 and done.stdout == ""
     assert x86_text(project) == before
+
+
+def test_a_fifo_a_load_tested_is_an_input_and_never_waited_on(project_with_only):
+    """x86.py tests whether spec/x86.fifo is there: a FIFO is recorded as what it is (not a file), never opened
+    to wait for a writer, and its going away is a change."""
+    import os
+
+    project = project_with_only("x86")
+    fifo = project / "spec" / "x86.fifo"
+    os.mkfifo(fifo)
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _TESTED.format(test="_os.path.exists(_FLAG)").replace(
+        "x86.flag", "x86.fifo"))  # fmt: skip
+    assert_recorded(project, fifo.unlink, "flag on", "flag off", "spec/x86.fifo changed")
