@@ -57,6 +57,7 @@ FORMAT = "format"  # black's formatted pieces (building/formatting.py), by outpu
 TORCH_NAMES = "torch-names"  # what torch names are (building/resolution.py), by torch version
 MODULE_NAMES = "module-names"  # spec files' generated module names (freshness/planning.py), by content
 LINT = "lint"  # the spec lint's findings (freshness/planning.py), one entry
+ENVIRONMENT = "environment"  # the environment variables' keyed digests each output was made under, by output
 
 _FORMAT = b"generator cache 2"
 _KEY_SIZE = _SEAL_SIZE = 32

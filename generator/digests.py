@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import importlib.util
 import os
 import stat
@@ -156,6 +157,11 @@ NOT_A_FILE = "not a file"
 # `env:...` in the project's top folder `./env:...`).
 ENVIRONMENT = "env:"
 ENVIRONMENT_INPUT = "env:*"
+# What the manifest records of an environment variable a load read, whatever its value: a committed file holds
+# nothing of a value (a secret), and is the same for every teammate whose environment gives the same output.
+READ = "read"
+# An environment variable's digest the output was made under, where this checkout keeps none (a fresh clone).
+UNKNOWN = "unknown"
 
 
 def input_digest(root: Path, name: str) -> str:
@@ -206,14 +212,29 @@ def path_digest(path) -> str:
 
 
 def variable_digest(value: str | None) -> str:
-    """The digest of an environment variable's value, ABSENT when it is not set."""
-    return ABSENT if value is None else hashlib.sha256(b"env\0" + os.fsencode(value)).hexdigest()
+    """The digest of an environment variable's value, ABSENT when it is not set: keyed (_keyed), as a value may
+    be a secret."""
+    return ABSENT if value is None else _keyed(b"env\0" + os.fsencode(value))
 
 
 def environment_digest(environment) -> str:
-    """The digest of a whole environment, {name: value}."""
+    """The digest of a whole environment, {name: value}: keyed (_keyed)."""
     pairs = sorted((os.fsencode(name), os.fsencode(value)) for name, value in environment.items())
-    return hashlib.sha256(b"".join(name + b"=" + value + b"\0" for name, value in pairs)).hexdigest()
+    return _keyed(b"".join(name + b"=" + value + b"\0" for name, value in pairs))
+
+
+def _keyed(data: bytes) -> str:
+    """HMAC-SHA256 under this user's cache secret (a random key for this process where there is none): no
+    value can be recovered from it by trying values. Only this user's own caches hold it; the manifest records
+    READ instead (freshness/manifest.py)."""
+    secret = cache.secret()
+    key = hashlib.sha256(b"environment\0" + secret).digest() if secret is not None else _process_key()
+    return hmac.new(key, data, hashlib.sha256).hexdigest()
+
+
+@functools.cache
+def _process_key() -> bytes:
+    return os.urandom(32)
 
 
 def _listing_digest(root: Path, name: str) -> str:

@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from generator import digests, errors, files, project
+from generator import cache, digests, errors, files, project
 
 PATH = Path(project.DEFAULT.manifest)  # in a project of the default layout; path_in(root) in any
 ABOUT = "Written by python -m generator regenerate: what each generated file was made from. DO NOT EDIT."
@@ -165,6 +165,7 @@ def updated(
     not written keep their record, with the digests they were made from, and so do
     the `orphans` (outputs whose spec file is gone, that this run leaves to a regenerate).
     """
+    current = {output: _committed(made_from) for output, made_from in current.items()}
     inputs = {name: digest for made_from in current.values() for name, digest in made_from.items()}
     outputs = {}
     for output, made_from in [*current.items(), *((o, {}) for o in orphans if o not in current)]:
@@ -176,6 +177,34 @@ def updated(
             pinned = tuple(sorted((n, d) for n, d in recorded.items() if d is not None and inputs.get(n) != d))
             outputs[output] = Entry(entry.digest, entry.inputs, pinned)
     return Manifest(inputs, outputs)
+
+
+def _committed(made_from: dict[str, str]) -> dict[str, str]:
+    """The inputs as the manifest records them: an environment variable by READ, never by a digest of its value
+    (kept_environment has that, in this user's cache)."""
+    return {name: digests.READ if name.startswith(digests.ENVIRONMENT) else d for name, d in made_from.items()}
+
+
+def kept_environment(root: Path, output: str, digest: str) -> dict[str, str]:
+    """The environment variables' keyed digests the output of text `digest` was made under here, {} if unknown."""
+    kept = cache.Cache(root, cache.ENVIRONMENT).get(_environment_key(output, digest), output)
+    try:
+        found = json.loads(kept) if kept is not None else {}
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) and all(isinstance(v, str) for v in found.values()) else {}
+
+
+def keep_environment(root: Path, output: str, digest: str, made_from) -> None:
+    """Keep the environment variables' keyed digests an output of text `digest` was made under (best effort)."""
+    environment = {name: d for name, d in dict(made_from).items() if name.startswith(digests.ENVIRONMENT)}
+    if environment and digests.READ not in environment.values():
+        payload = json.dumps(environment, sort_keys=True).encode()
+        cache.Cache(root, cache.ENVIRONMENT).put(_environment_key(output, digest), payload, output)
+
+
+def _environment_key(output: str, digest: str) -> bytes:
+    return cache.key(cache.ENVIRONMENT, output, digest)
 
 
 def pending(manifest: Manifest, replaced: dict[str, str]) -> Manifest:
@@ -224,6 +253,8 @@ def write_outputs(
         files.write_if_changed(root / relative, pending(final, replaced).text())
     report = []
     for target in targets:
+        if target.relative in new_texts:
+            keep_environment(root, target.relative, final.outputs[target.relative].digest, target.made_from)
         written = target.relative in new_texts and files.write_if_changed(target.output, new_texts[target.relative])
         report.append(("written" if written else "unchanged", target.output.relative_to(root)))
     for path in remove:

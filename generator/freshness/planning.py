@@ -65,6 +65,9 @@ class Status:
 
     state: str
     reasons: tuple[str, ...] = ()
+    # Stale only for environment variables (changed, or the values it was made under not known here: a fresh
+    # clone): the same text made in this environment makes it fresh (check builds it to see).
+    environment_only: bool = False
 
 
 def plan(root: Path, recorded: manifest.Manifest | None = None) -> list[Target]:
@@ -149,8 +152,22 @@ def status(target: Target, recorded: manifest.Manifest | None) -> Status:
         if not digests.is_utf8(target.output):
             return Status("edited", ("it is not UTF-8 text, as regenerate writes it",))
         return Status("edited", ("its content is not what regenerate wrote",))
-    reasons = changed_inputs(recorded.made_from(entry), dict(target.made_from))
-    return Status("stale", reasons) if reasons else Status("fresh")
+    now = dict(target.made_from)
+    before = _environment_as_made(target, entry, recorded.made_from(entry), now)
+    reasons = changed_inputs(before, now)
+    changed = [name for name in before.keys() | now.keys() if before.get(name) != now.get(name)]
+    return Status("stale", reasons, all(n.startswith(digests.ENVIRONMENT) for n in changed)) if reasons else Status(
+        "fresh")  # fmt: skip
+
+
+def _environment_as_made(target: Target, entry: manifest.Entry, before: dict, now: dict) -> dict:
+    """The recorded inputs, with the keyed digests of the environment variables the output was made under in
+    place of the manifest's READ: kept by this user's runs (manifest.kept_environment), else UNKNOWN."""
+    names = [n for n in before if n.startswith(digests.ENVIRONMENT) and before[n] == digests.READ != now.get(n)]
+    if not names:
+        return before
+    kept = manifest.kept_environment(target.root, target.relative, entry.digest)
+    return {**before, **{name: kept.get(name, digests.UNKNOWN) for name in names}}
 
 
 def changed_inputs(before: dict[str, str | None], now: dict[str, str]) -> tuple[str, ...]:
@@ -184,6 +201,8 @@ def _environment_reason(name: str, before: str | None, now: str | None) -> str:
         what = f"environment variable {name[len(digests.ENVIRONMENT) :]}"
     if before is None:
         return f"{what} is new to it"
+    if before == digests.UNKNOWN:
+        return f"{what}: the value it was made under is not known in this checkout, and this one gives another output"
     if now is None:
         return f"{what} no longer feeds it"
     if before == digests.ABSENT:
