@@ -491,3 +491,30 @@ def test_a_fifo_a_load_tested_is_an_input_and_never_waited_on(project_with_only)
     doc_prefixed(project / "spec" / "x86.py", "_DOC", _TESTED.format(test="_os.path.exists(_FLAG)").replace(
         "x86.flag", "x86.fifo"))  # fmt: skip
     assert_recorded(project, fifo.unlink, "flag on", "flag off", "spec/x86.fifo changed")
+
+
+_FORKED = """import os as _os
+
+_read, _write = _os.pipe()
+if _os.fork() == 0:  # a process of the spec's own reads a data file, and hands the load its bytes
+    try:
+        with open(_os.path.join(_os.path.dirname(__file__), "x86_data.txt")) as _file:
+            _os.write(_write, _file.read().encode())
+    except PermissionError:
+        _os.write(_write, b"refused in the fork ")
+    _os._exit(0)
+_os.close(_write)
+_DOC = _os.read(_read, 1000).decode()
+_os.wait()
+"""
+
+
+def test_a_process_a_load_forks_cannot_read_a_file_for_it(project_with_only):
+    """What a forked process reads is not the load's record: its reading a project file fails (PermissionError),
+    so nothing unrecorded reaches the output."""
+    project = project_with_only("x86")
+    (project / "spec" / "x86_data.txt").write_text("the data ")
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _FORKED)
+    done = run(project, "regenerate")
+    assert done.returncode == 0, done.stderr
+    assert '"""refused in the fork ' in x86_text(project) and "the data" not in x86_text(project)

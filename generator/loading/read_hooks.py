@@ -63,6 +63,8 @@ def _tested(real):
             if not isinstance(path, int) and kwargs.get("dir_fd") is None:
                 try:
                     observer.note_test(path)
+                except PermissionError:
+                    raise  # refused (a read in a process a load forked): the user's call fails
                 except Exception:  # noqa: S110 - observing must not fail the user's own call
                     pass
             mode = args[0] if args else kwargs.get("mode", os.F_OK)

@@ -148,6 +148,9 @@ class Observer:
         relative = self._relative(filename)
         if relative is None:
             return
+        if _forked_from_a_load:
+            raise _RefusedInAFork(f"{relative}: a process a spec load forked must not read the project's files or "
+                                  "others it depends on: what it reads would reach the load unrecorded")  # fmt: skip
         if relative not in self.digests:
             self._busy = True  # reading it here must not be observed again
             try:
@@ -237,6 +240,8 @@ class Observer:
 
     def note_listing(self, folder: str, read: set[str]) -> None:
         """Note a project folder a load listed (`spec/`): a file added there or removed is a change."""
+        if _forked_from_a_load and (self._relative(folder) is not None or folder + os.sep == self._prefix):
+            raise _RefusedInAFork(f"{folder}: a process a spec load forked must not list the project's folders")
         if folder + os.sep == self._prefix:
             name = "./"
         else:
@@ -516,6 +521,8 @@ def _audit(event: str, args) -> None:
         return
     try:
         observer._saw(event, args)
+    except _RefusedInAFork:
+        raise
     except Exception:  # noqa: S110 - an audit hook that raises would fail the user's own open()
         pass
     if event in _STARTING_EVENTS and observer.refused is not None:
@@ -537,6 +544,20 @@ def _installation(project_prefix: str) -> tuple[str, ...]:
     return tuple(sorted(folders))
 
 
+class _RefusedInAFork(PermissionError):
+    """A read in a process a load forked: raised to the code that reads (an open() that fails), never swallowed."""
+
+
+_forked_from_a_load = False  # this process was forked while a load was observed (a spec's os.fork())
+
+
+def _forked() -> None:
+    global _forked_from_a_load
+    observer = _observer
+    if observer is not None and observer._read is not None:
+        _forked_from_a_load = True
+
+
 def _install_hook() -> None:
     """Audit hooks cannot be removed: one hook per process, idle unless a load is observed. What raises no
     audit event is observed too (generator/loading/read_hooks.py). A load's process is its own, so these stay."""
@@ -544,4 +565,6 @@ def _install_hook() -> None:
     if not _hooked:
         sys.addaudithook(_audit)
         read_hooks.install(lambda: _observer)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_forked)
         _hooked = True
