@@ -88,3 +88,18 @@ def test_a_matrix_the_table_moved_away_is_still_the_generator_s_to_remove(projec
     assert done.returncode == 0, done.stderr
     assert not old.exists() and (project / "docs" / "backends.md").is_file()
     assert run_here(project, "check").returncode == 0
+
+
+def test_a_listed_module_without_the_generated_header_is_never_removed(project_with_only):
+    """A bad merge lists generated/helpers.py, the user's own module, with its digest: a path the generator could
+    have written, but a file it did not (no generated header): regenerate leaves it, and the manifest forgets it."""
+    project = project_with_only("x86")
+    helper = project / "generated" / "helpers.py"
+    helper.write_text('DOC = "my own helper"\n')
+    listing(project, "generated/helpers.py")
+    done = run_here(project, "regenerate")
+    assert done.returncode == 0, done.stderr
+    assert helper.read_text() == 'DOC = "my own helper"\n'
+    assert "generated/helpers.py: its spec file is gone, but it was edited by hand: left alone" in done.stderr
+    assert "generated/helpers.py" not in (project / "generated" / "manifest.json").read_text()
+    assert run_here(project, "check").returncode == 0

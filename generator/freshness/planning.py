@@ -232,10 +232,14 @@ def orphans(root: Path, targets: list[Target], recorded: manifest.Manifest | Non
 
 
 def is_unchanged_output(root: Path, path: Path, recorded: manifest.Manifest | None) -> bool:
-    """Whether a listed output still holds what regenerate wrote there (or what an interrupted run replaced):
-    an orphan edited by hand since is the user's to delete, not the generator's."""
+    """Whether a listed output still holds what regenerate wrote there (or what an interrupted run replaced), its
+    header and all: an orphan edited by hand since is the user's to delete, not the generator's."""
     entry = recorded.outputs.get(path.relative_to(root).as_posix()) if recorded is not None else None
-    return entry is not None and manifest.digest_of(path) in (entry.digest, entry.previous)
+    if entry is None or manifest.digest_of(path) not in (entry.digest, entry.previous):
+        return False
+    header = digests.comment_style(path).line(digests.GENERATED_TEXT).encode()
+    with path.open("rb") as stream:  # a file of the user's own that a bad merge listed is no output of ours
+        return stream.read(len(header)) == header
 
 
 def module_name(spec_file: Path) -> str:
