@@ -113,3 +113,23 @@ def run(project, command: str, environment: dict[str, str]) -> subprocess.Comple
     return subprocess.run([sys.executable, "-m", "generator", "--root", str(project), command],
                           cwd=project, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **environment},
                           capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_no_secret_is_made_or_read_where_another_user_could_write(project_with_only, tmp_path):
+    """The cache home is writable by anyone (no sticky bit): another user could swap the user folder for one of
+    theirs, with a secret they know. No secret is made or read there, so no cache entry is read or kept."""
+    project = project_with_only("x86")
+    home = tmp_path / "xdg"
+    home.mkdir()
+    os.chmod(home, 0o777)
+    def entries() -> dict[str, bytes]:
+        return {path.as_posix(): path.read_bytes() for path in (project / ".cache").rglob("*") if path.is_file()}
+
+    before = entries()  # made under another secret (the test session's): no entry this user's runs trust
+    assert run(project, "check", {"XDG_CACHE_HOME": str(home)}).returncode == 0
+    assert not (home / user_cache.APPLICATION / "key").exists()
+    assert entries() == before
+    os.chmod(home, 0o700)  # the user's alone: the secret is made, and entries kept under it
+    assert run(project, "check", {"XDG_CACHE_HOME": str(home)}).returncode == 0
+    assert (home / user_cache.APPLICATION / "key").is_file()
+    assert entries() != before
