@@ -40,7 +40,6 @@ import hmac
 import os
 import re
 import shutil
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,23 +112,10 @@ def forget_secret() -> None:
 
 
 def _read_secret(path: Path) -> bytes | None:
-    """The secret in `path` if it is a regular file of the user's own that no one else can read or write."""
-    try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
-    except OSError:
-        return None
-    try:
-        status = os.fstat(descriptor)
-        if not stat.S_ISREG(status.st_mode):
-            return None
-        if os.name != "nt" and (status.st_uid != os.getuid() or status.st_mode & 0o077):
-            return None  # another user could read it, and so forge entries, or wrote it
-        data = os.read(descriptor, _SECRET_SIZE + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(descriptor)
-    return data if len(data) == _SECRET_SIZE else None
+    """The secret in `path` if it is a regular file of the user's own that no one else can read or write (not a
+    link, and a FIFO is never waited on)."""
+    data = user_cache.read_own_file(str(path), _SECRET_SIZE, private=True)  # no one else could forge entries
+    return data if data is not None and len(data) == _SECRET_SIZE else None
 
 
 def _made_secret(path: Path) -> bytes | None:
@@ -198,11 +184,8 @@ class Cache:
         if secret_now is None:
             return None
         path = self.path(name)
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return None
-        if len(data) < _HEAD or (key is not None and data[:_KEY_SIZE] != key):
+        data = user_cache.read_own_file(str(path))  # a regular file of this user's: a FIFO would hang the run
+        if data is None or len(data) < _HEAD or (key is not None and data[:_KEY_SIZE] != key):
             return None
         view = memoryview(data)
         seal = _seal(secret_now, self.kind, path.name, data[:_KEY_SIZE])

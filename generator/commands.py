@@ -205,14 +205,19 @@ def _compared(root: Path, targets, observed, texts: dict[str, str], statuses: di
             proofs.keep(target, observed[target.name], texts[target.name])
             found[target.name] = planning.Status("fresh", status.reasons, as_recorded=True)
         elif not status.reasons:
-            found[target.name] = planning.Status("stale", (_writers(root),))
+            found[target.name] = planning.Status("stale", (_writers(root, target),))
         else:
             found[target.name] = planning.Status("stale", status.reasons)
     return found
 
 
-def _writers(root: Path) -> str:
-    """Why a file whose inputs are as recorded would change: this tool (or black, or Jinja2) writes it otherwise."""
+def _writers(root: Path, target) -> str:
+    """Why a file whose recorded inputs are as they were would change: an environment variable it reads (recorded
+    whatever its value) is set otherwise here, or this tool (or black, or Jinja2) writes it otherwise."""
+    variables = sorted(n[len(digests.ENVIRONMENT) :] for n, _ in target.made_from if n.startswith(digests.ENVIRONMENT))
+    if variables:
+        said = "the environment" if "*" in variables else f"environment variable {', '.join(variables)}"
+        return f"{said}, as set here, gives another output"
     recorded = manifest.read(root)
     wrote = recorded.written_by if recorded is not None and recorded.written_by else "an older tool"
     return f"this environment writes it otherwise (written by {wrote}; installed: {manifest.WRITER})"

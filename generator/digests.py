@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import importlib.util
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,11 +160,16 @@ NOT_INPUTS = (".git", cache.FOLDER.parts[0], "__pycache__")
 # The digest of a path a spec load tested (os.path.isdir, Path.exists) that is a folder: its being one is what
 # the load saw (what it lists is another input, its listing).
 FOLDER = "folder"
+# The digest of a path a spec load tested or opened that is neither a file nor a folder (a FIFO, a device).
+NOT_A_FILE = "not a file"
 # Inputs that are environment variables: `env:NAME`, and ENVIRONMENT_INPUT for the whole environment (a load
 # that iterated os.environ or copied it). Project files are never named so (loading/reads.py names a file
 # `env:...` in the project's top folder `./env:...`).
 ENVIRONMENT = "env:"
 ENVIRONMENT_INPUT = "env:*"
+# What the manifest records of an environment variable a load read, whatever its value: a committed file holds
+# nothing of a value (a secret), and is the same for every teammate whose environment gives the same output.
+READ = "read"
 
 
 def input_digest(root: Path, name: str) -> str:
@@ -176,22 +183,66 @@ def input_digest(root: Path, name: str) -> str:
     try:
         if name.endswith("/"):
             return _listing_digest(root, name)
-        return _file_digest(root / name)
+        return path_digest(root / name)
     except IsADirectoryError:
         return FOLDER
     except OSError:
         return ABSENT
 
 
+def path_digest(path) -> str:
+    """What is at a path, as a load finds it and `check` again: a file's bytes and whether it is executable
+    (what git keeps of its mode, os.access(X_OK) answers), FOLDER, NOT_A_FILE (a FIFO is never waited on, a
+    device never read) or ABSENT; a symbolic link also by its target (os.readlink, os.path.realpath see it)."""
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = None  # not a link (or nothing there)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except FileNotFoundError:
+        found = ABSENT
+    except IsADirectoryError:
+        found = FOLDER
+    else:
+        with os.fdopen(descriptor, "rb", buffering=0) as stream:
+            mode = os.fstat(descriptor).st_mode
+            if stat.S_ISDIR(mode):
+                found = FOLDER
+            elif not stat.S_ISREG(mode):
+                found = NOT_A_FILE
+            else:
+                found = bytes_digest(stream.read())
+                if mode & stat.S_IXUSR:
+                    found = text_digest(f"executable\0{found}")
+    return found if target is None else text_digest(f"link\0{target}\0{found}")
+
+
 def variable_digest(value: str | None) -> str:
-    """The digest of an environment variable's value, ABSENT when it is not set."""
-    return ABSENT if value is None else hashlib.sha256(b"env\0" + os.fsencode(value)).hexdigest()
+    """The digest of an environment variable's value, ABSENT when it is not set: keyed (_keyed), as a value may
+    be a secret."""
+    return ABSENT if value is None else _keyed(b"env\0" + os.fsencode(value))
 
 
 def environment_digest(environment) -> str:
-    """The digest of a whole environment, {name: value}."""
+    """The digest of a whole environment, {name: value}: keyed (_keyed)."""
     pairs = sorted((os.fsencode(name), os.fsencode(value)) for name, value in environment.items())
-    return hashlib.sha256(b"".join(name + b"=" + value + b"\0" for name, value in pairs)).hexdigest()
+    return _keyed(b"".join(name + b"=" + value + b"\0" for name, value in pairs))
+
+
+def _keyed(data: bytes) -> str:
+    """HMAC-SHA256 under this user's cache secret (a random key for this process where there is none): no
+    value can be recovered from it by trying values. Only this user's own caches hold it; the manifest records
+    READ instead (freshness/manifest.py)."""
+    secret = cache.secret()
+    key = hashlib.sha256(b"environment\0" + secret).digest() if secret is not None else _process_key()
+    return hmac.new(key, data, hashlib.sha256).hexdigest()
+
+
+@functools.cache
+def _process_key() -> bytes:
+    return os.urandom(32)
 
 
 def _listing_digest(root: Path, name: str) -> str:

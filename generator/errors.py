@@ -163,6 +163,11 @@ class WriteError(GeneratorError):
     """A generated file (or its folder) cannot be written."""
 
 
+class ManifestError(GeneratorError):
+    """The manifest lists a path the generator could not have written (a bad merge, a hand edit): untrusted,
+    so nothing it names is deleted or replaced."""
+
+
 class FileAccessError(GeneratorError):
     """A file the generator needs cannot be read, or another operating-system failure."""
 

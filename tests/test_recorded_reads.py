@@ -145,7 +145,8 @@ def assert_recorded(project: Path, change, before: str, after: str, named: str, 
     assert run_here(project, "check", environment=environment).returncode == 0
     assert run_here(project, "check", "--full", environment=environment).returncode == 0
     tree = tree or project
-    copy = Path(shutil.copytree(tree, tree.parent / f"{tree.name}-copy", ignore=shutil.ignore_patterns("__pycache__")))
+    copy = Path(shutil.copytree(tree, tree.parent / f"{tree.name}-copy", symlinks=True,
+                                ignore=shutil.ignore_patterns("__pycache__")))  # fmt: skip
     copied = copy / project.relative_to(tree)
     assert run_here(copied, "check", environment=environment).returncode == 0  # the record holds in another clone
     assert run_here(copied, "regenerate", "--force", environment=environment).returncode == 0
@@ -381,3 +382,139 @@ def test_a_spec_that_reads_what_no_load_may_depend_on_is_one_line_at_the_reading
     assert done.stderr.splitlines() == [done.stderr.splitlines()[0]]
     assert done.stderr.startswith(f"error: spec/x86.py:{line}: spec/x86.py reads {path}, {what}"), done.stderr
     assert (project / "generated" / "x86.py").read_text() == before
+
+
+# ---------------------------------------------------------------- read however it is read (issue 39)
+# Bytes read through a mapping of a file opened for update, a symbolic link's target, a file's executable bit:
+# each is an input as a plain read is. Starting another program (whose reads are not seen) and asking os.access
+# whether the user may read or write (which depends on who runs it) are refused at the spec line.
+
+_MAPPED = """import mmap as _mmap
+import os as _os
+
+with open(_os.path.join(_os.path.dirname(__file__), "x86_data.bin"), "r+b") as _file:
+    _DOC = _mmap.mmap(_file.fileno(), 0)[:].decode()
+"""
+
+
+def test_a_file_mapped_after_an_open_for_update_is_an_input(project_with_only):
+    project = project_with_only("x86")
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _MAPPED)
+    data = project / "spec" / "x86_data.bin"
+    data.write_text("mapped one ")
+    assert_recorded(project, lambda: data.write_text("mapped two "), "mapped one", "mapped two",
+                    "spec/x86_data.bin changed")  # fmt: skip
+
+
+_LINKED = """import os as _os
+
+_LINK = _os.path.join(_os.path.dirname(__file__), "x86_link")
+_DOC = "linked to %s " % _os.path.basename({read}(_LINK))
+"""
+
+
+@pytest.mark.parametrize("read", ["_os.readlink", "_os.path.realpath"])
+def test_a_symbolic_link_s_target_is_an_input(project_with_only, read):
+    """spec/x86_link points to one of two files with the same bytes: retargeted, x86.py's output changes."""
+    project = project_with_only("x86")
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _LINKED.format(read=read))
+    for name in ("x86_a.txt", "x86_b.txt"):
+        (project / "spec" / name).write_text("the same bytes\n")
+    link = project / "spec" / "x86_link"
+    link.symlink_to("x86_a.txt")
+
+    def retarget():
+        link.unlink()
+        link.symlink_to("x86_b.txt")
+
+    assert_recorded(project, retarget, "linked to x86_a.txt", "linked to x86_b.txt", "spec/x86_link changed")
+
+
+_MODE = """import os as _os
+import stat as _stat
+
+_TOOL = _os.path.join(_os.path.dirname(__file__), "x86_tool.sh")
+_DOC = "executable " if {test} else "not executable "
+"""
+
+
+@pytest.mark.parametrize("test", ["_os.access(_TOOL, _os.X_OK)", "_os.stat(_TOOL).st_mode & _stat.S_IXUSR"])
+def test_a_file_s_executable_bit_is_an_input(project_with_only, test):
+    """x86.py says whether spec/x86_tool.sh is executable (what git keeps of a file's mode): a chmod +x is a change."""
+    project = project_with_only("x86")
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _MODE.format(test=test))
+    tool = project / "spec" / "x86_tool.sh"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o644)
+    assert_recorded(project, lambda: tool.chmod(0o755), '"""not executable', '"""executable',
+                    "spec/x86_tool.sh changed")  # fmt: skip
+
+
+_REFUSED = {
+    "subprocess": ("import subprocess as _subprocess", '_subprocess.run(["cat", _DATA], capture_output=True).stdout',
+                   "starts another program (subprocess.Popen: 'cat')"),
+    "popen": ("", "_os.popen('cat ' + _DATA).read()", "starts another program (subprocess.Popen: '/bin/sh')"),
+    "system": ("", "_os.system('cat ' + _DATA)", "starts another program (os.system: 'cat "),
+    "posix_spawn": ("", "_os.waitpid(_os.posix_spawn('/bin/cat', ['cat', _DATA], {}), 0)",
+                    "starts another program (os.posix_spawn: '/bin/cat')"),
+    "access_to_write": ("", "_os.access(_DATA, _os.W_OK)", "asks os.access whether it may read or write"),
+}
+
+
+@pytest.mark.parametrize("way", sorted(_REFUSED))
+def test_a_read_that_cannot_be_recorded_is_refused_at_its_line(project_with_only, way):
+    """What another program reads is not seen, and whether the user may write a file depends on who runs the
+    command: a spec doing either is one line at the spec line that does it, exit 2, nothing written."""
+    project = project_with_only("x86")
+    imported, call, said = _REFUSED[way]
+    prelude = f'import os as _os\n{imported}\n\n_DATA = _os.path.join(_os.path.dirname(__file__), "x86_data.txt")\n'
+    prelude += f"_DOC = str({call})[:0]\n"
+    (project / "spec" / "x86_data.txt").write_text("data\n")
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", prelude)
+    before = x86_text(project)
+    done = run(project, "regenerate", "--force")
+    assert done.returncode == 2, done.stdout + done.stderr
+    line = prelude.splitlines().index(f"_DOC = str({call})[:0]") + 1
+    assert done.stderr.startswith(f"error: spec/x86.py:{line}: spec/x86.py {said}"), done.stderr
+    assert len(done.stderr.splitlines()) == 1 and done.stdout == ""
+    assert x86_text(project) == before
+
+
+def test_a_fifo_a_load_tested_is_an_input_and_never_waited_on(project_with_only):
+    """x86.py tests whether spec/x86.fifo is there: a FIFO is recorded as what it is (not a file), never opened
+    to wait for a writer, and its going away is a change."""
+    import os
+
+    project = project_with_only("x86")
+    fifo = project / "spec" / "x86.fifo"
+    os.mkfifo(fifo)
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _TESTED.format(test="_os.path.exists(_FLAG)").replace(
+        "x86.flag", "x86.fifo"))  # fmt: skip
+    assert_recorded(project, fifo.unlink, "flag on", "flag off", "spec/x86.fifo changed")
+
+
+_FORKED = """import os as _os
+
+_read, _write = _os.pipe()
+if _os.fork() == 0:  # a process of the spec's own reads a data file, and hands the load its bytes
+    try:
+        with open(_os.path.join(_os.path.dirname(__file__), "x86_data.txt")) as _file:
+            _os.write(_write, _file.read().encode())
+    except PermissionError:
+        _os.write(_write, b"refused in the fork ")
+    _os._exit(0)
+_os.close(_write)
+_DOC = _os.read(_read, 1000).decode()
+_os.wait()
+"""
+
+
+def test_a_process_a_load_forks_cannot_read_a_file_for_it(project_with_only):
+    """What a forked process reads is not the load's record: its reading a project file fails (PermissionError),
+    so nothing unrecorded reaches the output."""
+    project = project_with_only("x86")
+    (project / "spec" / "x86_data.txt").write_text("the data ")
+    doc_prefixed(project / "spec" / "x86.py", "_DOC", _FORKED)
+    done = run(project, "regenerate")
+    assert done.returncode == 0, done.stderr
+    assert '"""refused in the fork ' in x86_text(project) and "the data" not in x86_text(project)

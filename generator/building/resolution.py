@@ -1,10 +1,12 @@
 """Validation: every torch name in the spec exists and is of the kind its field needs.
 
 This is the one stage that needs torch, and importing torch takes seconds. What
-it learns about each name (does it exist, is it a dtype / an nn.Module class /
-callable, what is its public spelling) depends only on the torch release, so it
-is cached per torch version (cache.TORCH_NAMES). Only a spec that introduces a
-name not seen before pays for the import.
+it learns about each name of torch or the standard library (does it exist, is it a
+dtype / an nn.Module class / callable, what is its public spelling) depends only on
+the torch release and Python, so it is cached per both (cache.TORCH_NAMES). Only a
+spec that introduces a name not seen before pays for the import. A name in any other
+module (the project's own, importable() or a reference builder; another installed
+package) depends on that module's code: it is looked up on every run, never kept.
 
 Pattern elements must use the object's public spelling (e.g. `F.avg_pool2d`, not
 `torch._C._nn.avg_pool2d`): duplicate detection compares names, so one object
@@ -120,10 +122,11 @@ class Validation:
             raise method_error
         self.facts.update(method_facts)
         if self.lookup is not None:  # a read-only checkout only loses the speed-up
-            self.kept.put(self._key(), json.dumps(self.facts, indent=0, sort_keys=True).encode(), self.torch_version)
+            kept = {path: fact for path, fact in self.facts.items() if _keeps(path)}
+            self.kept.put(self._key(), json.dumps(kept, indent=0, sort_keys=True).encode(), self.torch_version)
 
     def _key(self) -> bytes:
-        return self.kept.key(self.torch_version, str(FACTS_VERSION))
+        return self.kept.key(self.torch_version, sys.version, str(FACTS_VERSION))
 
     def __enter__(self) -> Validation:
         return self
@@ -342,6 +345,13 @@ def _torch_version() -> str:
         raise UnknownTorchNameError("torch is not installed; install the project first") from None
 
 
+def _keeps(path: str) -> bool:
+    """Whether the fact about a name depends on torch and Python alone (the cache's key), so may be kept: a name
+    of torch's or the standard library's, or a Tensor method's (method_names.fact_key)."""
+    top = path.partition(".")[0]
+    return top == "torch" or top in sys.stdlib_module_names or path.startswith(method_names.fact_key(""))
+
+
 def _read_cache(kept: bytes | None) -> dict:
     try:
         cached = json.loads(kept) if kept is not None else {}
@@ -349,7 +359,7 @@ def _read_cache(kept: bytes | None) -> dict:
         return {}
     if not isinstance(cached, dict):
         return {}
-    return {path: fact for path, fact in cached.items() if _is_fact(fact)}
+    return {path: fact for path, fact in cached.items() if _is_fact(fact) and _keeps(path)}
 
 
 def _is_fact(fact) -> bool:

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from generator import digests, files, project
+from generator import digests, errors, files, project
 
 PATH = Path(project.DEFAULT.manifest)  # in a project of the default layout; path_in(root) in any
 ABOUT = "Written by python -m generator regenerate: what each generated file was made from. DO NOT EDIT."
@@ -78,25 +78,102 @@ def path_in(root: Path) -> Path:
 
 
 def read(root: Path) -> Manifest | None:
-    """The manifest, or None when it is missing or not one (a hand edit that broke it).
+    """The manifest, or None when it is missing or not one (a hand edit that broke it, JSON too deep to read).
 
-    The environment's inputs that an older manifest recorded are left out, as this tool records none.
-    """
+    It is untrusted input (a bad merge, a hand edit, a pull request): ManifestError when it lists an output the
+    generator could not have written here, or an input by an absolute path, so nothing it names outside the
+    generated files is ever deleted or replaced. The environment's inputs that an older manifest recorded are
+    left out, as this tool records none."""
+    relative = path_in(root)
     try:
-        document = json.loads((root / path_in(root)).read_text(encoding="utf-8"))
+        text = (root / relative).read_text(encoding="utf-8")
+        document = json.loads(text)
         outputs = {
             name: Entry(
-                str(record["digest"]),
-                _project_inputs(record["inputs"]),
-                tuple(sorted((n, d) for n, d in record.get("pinned", {}).items() if not digests.is_environmental(n))),
-                record.get("previous"),
+                _string(record["digest"]),
+                _project_inputs(_string(name) for name in record["inputs"]),
+                tuple(
+                    sorted(
+                        (_string(n), _string(d))
+                        for n, d in record.get("pinned", {}).items()
+                        if not digests.is_environmental(n)
+                    )
+                ),
+                record.get("previous") and _string(record["previous"]),
             )
             for name, record in document["outputs"].items()
         }
-        inputs = {name: digest for name, digest in document["inputs"].items() if not digests.is_environmental(name)}
-        return Manifest(inputs, outputs, str(document.get("written_by", "")))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        inputs = {
+            _string(name): _string(digest)
+            for name, digest in document["inputs"].items()
+            if not digests.is_environmental(name)
+        }
+        written_by = _string(document.get("written_by", ""))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
+    _check_paths(root, relative.as_posix(), text, outputs, inputs)
+    return Manifest(inputs, outputs, written_by)
+
+
+def _string(value) -> str:
+    if not isinstance(value, str):
+        raise TypeError(value)
+    return value
+
+
+def _check_paths(root: Path, relative: str, text: str, outputs: dict[str, Entry], inputs: dict[str, str]) -> None:
+    """Every output a file the generator writes (a module in the generated folder, the matrix), every input
+    named relative to the root."""
+    layout = project.config(root)
+    for name in sorted(outputs):
+        if not _could_be_written(root, layout, name):
+            matrix = f" and {layout.matrix}" if layout.matrix else ""
+            raise errors.ManifestError(
+                f"lists {name!r} as a generated file, which the generator does not write (only "
+                f"{layout.generated}/*.py{matrix}), so it neither removes nor replaces it; take that entry out "
+                f"(a bad merge?), or delete {relative} and run python -m generator regenerate",
+                _line_of(relative, text, name),
+            )
+    for name in sorted({*inputs, *(n for entry in outputs.values() for n in entry.inputs)}):
+        if PurePosixPath(name).is_absolute() or PureWindowsPath(name).is_absolute() or "\0" in name:
+            raise errors.ManifestError(
+                f"lists the input {name!r}, which is no path relative to the project; take that entry out, or "
+                f"delete {relative} and run python -m generator regenerate",
+                _line_of(relative, text, name),
+            )
+
+
+def _could_be_written(root: Path, layout: project.ProjectConfig, name: str) -> bool:
+    """A generated module's file (`generated/x86.py`), the configured matrix, or a matrix the project had
+    before its table moved it: a Markdown file of the project that is gone or starts with the matrix's header."""
+    if name == layout.matrix:
+        return True
+    folder, _, file = name.rpartition("/")
+    stem = file.removesuffix(".py")
+    if folder == layout.generated and file.endswith(".py"):
+        return stem.isidentifier() and not stem.startswith("__") and stem != PATH.stem
+    parts = name.split("/")
+    if not name.endswith(".md") or any(part in ("", ".", "..") or part.startswith(".") for part in parts):
+        return False
+    if "\\" in name or PureWindowsPath(name).is_absolute() or project.is_output(root, name):
+        return False
+    header = digests.MARKDOWN.line(digests.GENERATED_TEXT).encode()
+    try:
+        with open(root / name, "rb") as stream:
+            return stream.read(len(header)) == header
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def _line_of(relative: str, text: str, name: str):
+    """Where the manifest names `name` (its first line saying so), or its first line."""
+    from generator.model import SourceLocation  # only for an error: check's fast path does without the model
+
+    quoted = json.dumps(name)
+    found = next((number for number, line in enumerate(text.splitlines(), 1) if quoted in line), 1)
+    return SourceLocation(relative, found)
 
 
 def _project_inputs(names) -> tuple[str, ...]:
@@ -115,7 +192,7 @@ def updated(
     regenerate). So the manifest is the same whichever environment wrote the outputs
     (each renders the same bytes), and unchanged where no output changed.
     """
-    current = {o: {n: d for n, d in made.items() if not digests.is_environmental(n)} for o, made in current.items()}
+    current = {output: committed(made_from) for output, made_from in current.items()}
     now = {name: digest for made_from in current.values() for name, digest in made_from.items()}
     records = {}  # output: (digest, {input: the digest it was made from})
     for output, made_from in [*current.items(), *((o, {}) for o in orphans if o not in current)]:
@@ -138,6 +215,17 @@ def updated(
         outputs[output] = Entry(digest, names, pinned)
     writer = WRITER if written or old is None else old.written_by
     return Manifest(inputs, outputs, writer)
+
+
+def committed(made_from) -> dict[str, str]:
+    """The inputs as the manifest records them: the project's alone (not the environment's, which each
+    environment proves: freshness/proofs.py), and an environment variable by READ, never by a digest of its
+    value (a committed file holds nothing of a secret; the proof's key holds the value's keyed digest)."""
+    return {
+        name: digests.READ if name.startswith(digests.ENVIRONMENT) else digest
+        for name, digest in dict(made_from).items()
+        if not digests.is_environmental(name)
+    }
 
 
 def pending(manifest: Manifest, replaced: dict[str, str]) -> Manifest:

@@ -150,7 +150,8 @@ def status(target: Target, recorded: manifest.Manifest | None) -> Status:
         if not digests.is_utf8(target.output):
             return Status("edited", ("it is not UTF-8 text, as regenerate writes it",))
         return Status("edited", ("its content is not what regenerate wrote",))
-    reasons = changed_inputs(recorded.made_from(entry), dict(target.made_from))
+    # An environment variable is recorded as READ, whatever its value: its value is in the proof's key (proofs.py).
+    reasons = changed_inputs(recorded.made_from(entry), manifest.committed(target.made_from))
     return Status("stale" if reasons else "fresh", reasons, as_recorded=True)
 
 
@@ -210,10 +211,14 @@ def orphans(root: Path, targets: list[Target], recorded: manifest.Manifest | Non
 
 
 def is_unchanged_output(root: Path, path: Path, recorded: manifest.Manifest | None) -> bool:
-    """Whether a listed output still holds what regenerate wrote there (or what an interrupted run replaced):
-    an orphan edited by hand since is the user's to delete, not the generator's."""
+    """Whether a listed output still holds what regenerate wrote there (or what an interrupted run replaced), its
+    header and all: an orphan edited by hand since is the user's to delete, not the generator's."""
     entry = recorded.outputs.get(path.relative_to(root).as_posix()) if recorded is not None else None
-    return entry is not None and manifest.digest_of(path) in (entry.digest, entry.previous)
+    if entry is None or manifest.digest_of(path) not in (entry.digest, entry.previous):
+        return False
+    header = digests.comment_style(path).line(digests.GENERATED_TEXT).encode()
+    with path.open("rb") as stream:  # a file of the user's own that a bad merge listed is no output of ours
+        return stream.read(len(header)) == header
 
 
 def module_name(spec_file: Path) -> str:

@@ -28,6 +28,7 @@ from generator.errors import (
     DuplicateBackendError,
     DuplicateOutputError,
     GeneratorError,
+    Interrupted,
     SpecExecutionError,
     SpecFieldError,
     SpecSyntaxError,
@@ -208,14 +209,22 @@ def load_here(root: Path, path: Path) -> ModuleSpec:
 
 def _load_one(root: Path, path: Path, observer: reads.Observer) -> ModuleSpec:
     relative = str(path.relative_to(root))
-    with user_code.running(SpecExecutionError, f"loading {relative}", root, SourceLocation(relative, 1)):
-        with _finalizers_in_the_guard():
-            with observer.load() as read:
-                namespace = _import_spec(root, path.stem)
-                # Reading MODULE may run spec code too: a module's __getattr__, a value's properties.
-                module = _module_spec(root, path, relative, namespace)
-                observer.note_file(str(path), read)
-            del namespace
+    try:
+        with user_code.running(SpecExecutionError, f"loading {relative}", root, SourceLocation(relative, 1)):
+            with _finalizers_in_the_guard():
+                with observer.load() as read:
+                    namespace = _import_spec(root, path.stem)
+                    # Reading MODULE may run spec code too: a module's __getattr__, a value's properties.
+                    module = _module_spec(root, path, relative, namespace)
+                    observer.note_file(str(path), read)
+                del namespace
+    except GeneratorError as error:
+        if observer.refused is None or isinstance(error, Interrupted):
+            raise
+    if observer.refused is not None:  # what was refused is the cause of whatever the load did next
+        what, where = observer.refused
+        location = SourceLocation(*where) if where is not None else SourceLocation(relative, 1)
+        raise SpecExecutionError(f"{relative} {what}", location) from None
     if observer.off_limits is not None:
         name, what, where = observer.off_limits
         location = SourceLocation(*where) if where is not None else SourceLocation(relative, 1)

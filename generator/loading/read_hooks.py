@@ -16,6 +16,8 @@ import sys
 from collections.abc import Callable
 
 WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC  # flags of an open that writes
+_access = os.access
+_readlink = os.readlink  # the system's own, for descriptor_path: a look-up of the observer's, never observed
 _current: Callable[[], object] = lambda: None  # noqa: E731 - the observer of the load under way (install)
 
 
@@ -24,10 +26,11 @@ def install(current: Callable[[], object]) -> None:
     global _current
     _current = current
     os.stat, os.lstat, os.access = _tested(os.stat), _tested(os.lstat), _tested(os.access)
-    os.open = _opened(os.open)
+    os.readlink, os.open = _tested(os.readlink), _opened(os.open)
     system = sys.modules.get(os.name)  # posix (or nt): the same functions, reached without os
     if system is not None:
         system.stat, system.lstat, system.access, system.open = os.stat, os.lstat, os.access, os.open
+        system.readlink = os.readlink
         if isinstance(getattr(system, "environ", None), dict):
             system.environ = _observed_mapping(system.environ)
     for mapping in (os.environ, getattr(os, "environb", None)):
@@ -40,7 +43,7 @@ def install(current: Callable[[], object]) -> None:
 def descriptor_path(fd: int) -> str | None:
     """The path an open folder descriptor is open on, where the system says (Linux's /proc)."""
     try:
-        return os.readlink(f"/proc/self/fd/{fd}")
+        return _readlink(f"/proc/self/fd/{fd}")
     except OSError:
         return None
 
@@ -60,8 +63,15 @@ def _tested(real):
             if not isinstance(path, int) and kwargs.get("dir_fd") is None:
                 try:
                     observer.note_test(path)
+                except PermissionError:
+                    raise  # refused (a read in a process a load forked): the user's call fails
                 except Exception:  # noqa: S110 - observing must not fail the user's own call
                     pass
+            mode = args[0] if args else kwargs.get("mode", os.F_OK)
+            if real is _access and isinstance(mode, int) and mode & (os.R_OK | os.W_OK):
+                with contextlib.suppress(Exception):
+                    observer.refuse(f"asks os.access whether it may read or write {path!r}, which depends on who "
+                                    "runs it and is not recorded; open the file, or test it with os.path.exists")
         return real(path, *args, **kwargs)
 
     tested.__name__, tested.__qualname__, tested.__doc__ = real.__name__, real.__name__, real.__doc__

@@ -32,7 +32,6 @@ import functools
 import importlib.machinery
 import json
 import os
-import stat
 import sys
 import types
 from pathlib import Path
@@ -47,11 +46,15 @@ _GENERATOR_DIRS = tuple({f"{path.parent.parent}{os.sep}": None for path in (_HER
 # The standard library's own code (importlib, pathlib, glob) only carries out what its caller asks.
 _STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
 _LISTING_EVENTS = ("os.listdir", "os.scandir")
-_OBSERVED_EVENTS = frozenset(("exec", "open", "sqlite3.connect", *_LISTING_EVENTS))
+# Events of starting another program: what it reads is not seen (no audit event, another process).
+_STARTING_EVENTS = ("subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn")
+_OBSERVED_EVENTS = frozenset(("exec", "open", "sqlite3.connect", *_LISTING_EVENTS, *_STARTING_EVENTS))
 # A module's namespace, read where the import system keeps it: not vars(), which asks the object for its
 # `__dict__` attribute, and a module's class (user code) may make that raise or answer with another dict.
 _namespace = types.ModuleType.__dict__["__dict__"].__get__
 _PACKAGES = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
+# The process's and the machine's own state, not files of a repository: no input (docs/guarantees.md).
+_SYSTEM = ("/proc/", "/sys/", "/dev/")
 
 _HOOKS = read_hooks.__file__
 _observer: Observer | None = None
@@ -81,6 +84,9 @@ class Observer:
         # The first file the load read that no load may depend on (the generator's outputs, .git, .cache), with
         # the spec line that read it: the load's error (loader).
         self.off_limits: tuple[str, str, tuple[str, int] | None] | None = None
+        # The first thing the load did whose reads cannot be recorded (starting another program), with the spec
+        # line that did it: the load's error (loader).
+        self.refused: tuple[str, tuple[str, int] | None] | None = None
 
     @contextlib.contextmanager
     def load(self):
@@ -145,12 +151,15 @@ class Observer:
         relative = self._relative(filename)
         if relative is None:
             return
+        if _forked_from_a_load:
+            raise _RefusedInAFork(f"{relative}: a process a spec load forked must not read the project's files or "
+                                  "others it depends on: what it reads would reach the load unrecorded")  # fmt: skip
         if relative not in self.digests:
             self._busy = True  # reading it here must not be observed again
             try:
-                self.digests[relative] = _file_digest(filename)
+                self.digests[relative] = digests.path_digest(filename)
             except OSError:
-                return  # neither a file nor a folder (a device, a pipe), or unreadable: nothing to record
+                return  # unreadable: nothing to record
             finally:
                 self._busy = False
         read.add(relative)
@@ -234,6 +243,8 @@ class Observer:
 
     def note_listing(self, folder: str, read: set[str]) -> None:
         """Note a project folder a load listed (`spec/`): a file added there or removed is a change."""
+        if _forked_from_a_load and (self._relative(folder) is not None or folder + os.sep == self._prefix):
+            raise _RefusedInAFork(f"{folder}: a process a spec load forked must not list the project's folders")
         if folder + os.sep == self._prefix:
             name = "./"
         else:
@@ -296,7 +307,7 @@ class Observer:
     def _outside_relative(self, filename: str) -> str | None:
         """A file outside the project (`../shared/doc.txt` in a monorepo), by its path relative to the root (so the
         record is the same in every clone of the repository); None for the Python installation and the generator."""
-        if not os.path.isabs(filename) or filename.startswith(self._installed):
+        if not os.path.isabs(filename) or filename.startswith(self._installed) or filename.startswith(_SYSTEM):
             return None
         if _installed_part(filename, self._prefix):
             return None
@@ -313,7 +324,7 @@ class Observer:
                 try:
                     with open(self.root / layout.manifest, encoding="utf-8") as stream:
                         names.update(str(name) for name in json.load(stream)["outputs"])
-                except (OSError, ValueError, KeyError, TypeError):
+                except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
                     pass  # no manifest (a first run), or a broken one
             finally:
                 self._busy = busy
@@ -338,6 +349,11 @@ class Observer:
         if self._asked_by_project_code():
             self.off_limits = (name, what, self._project_line())
 
+    def refuse(self, what: str) -> None:
+        """Remember the first thing project code did whose reads cannot be recorded: the load fails at that line."""
+        if self.refused is None and self._asked_by_project_code():
+            self.refused = (what, self._project_line())
+
     def _project_line(self) -> tuple[str, int] | None:
         """The innermost line of the project's own code under way: where it read what it read."""
         frame = sys._getframe(1)
@@ -352,6 +368,12 @@ class Observer:
         return filename.startswith(self._prefix) and not filename.startswith(self._outside)
 
     def _saw(self, event: str, args) -> None:
+        if event in _STARTING_EVENTS:
+            if self._read is not None:
+                program = os.fsdecode(args[0]) if args and isinstance(args[0], (str, bytes, os.PathLike)) else "?"
+                self.refuse(f"starts another program ({event}: {program!r}), whose reads are not recorded, so check "
+                            "could not tell when they change the output; read the files in the spec itself")
+            return
         if event in _LISTING_EVENTS:
             path = args[0] if args[0] is not None else "."
             if isinstance(path, int):
@@ -375,10 +397,10 @@ class Observer:
             path, mode, flags = args
             if isinstance(path, int) or path is None:
                 return
-            if mode is not None and any(c in mode for c in "wax+"):
-                return  # written, not read
-            if mode is None and isinstance(flags, int) and flags & read_hooks.WRITING:
-                return
+            if not isinstance(flags, int):
+                flags = os.O_RDONLY if mode is None or not any(c in mode for c in "wax+") else os.O_WRONLY
+            if flags & os.O_ACCMODE == os.O_WRONLY or flags & (os.O_TRUNC | os.O_EXCL):
+                return  # written, not read ("r+b" and "a+" read what is there: then mmap, read, ...)
             filename = os.path.abspath(os.fsdecode(path))
         if self._read is None:
             return
@@ -502,21 +524,12 @@ def _audit(event: str, args) -> None:
         return
     try:
         observer._saw(event, args)
+    except _RefusedInAFork:
+        raise
     except Exception:  # noqa: S110 - an audit hook that raises would fail the user's own open()
         pass
-
-
-def _file_digest(filename: str) -> str:
-    """What a load found at a path: a file's bytes, a folder, or nothing (ABSENT); OSError for anything else."""
-    try:
-        with open(filename, "rb") as stream:
-            if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
-                raise OSError("not a file")
-            return digests.bytes_digest(stream.read())
-    except FileNotFoundError:
-        return digests.ABSENT  # looked for: its appearing changes the output
-    except IsADirectoryError:
-        return digests.FOLDER
+    if event in _STARTING_EVENTS and observer.refused is not None:
+        raise PermissionError(f"refused: {observer.refused[0]}")  # the program does not run: the load fails
 
 
 def _installation(project_prefix: str) -> tuple[str, ...]:
@@ -534,6 +547,20 @@ def _installation(project_prefix: str) -> tuple[str, ...]:
     return tuple(sorted(folders))
 
 
+class _RefusedInAFork(PermissionError):
+    """A read in a process a load forked: raised to the code that reads (an open() that fails), never swallowed."""
+
+
+_forked_from_a_load = False  # this process was forked while a load was observed (a spec's os.fork())
+
+
+def _forked() -> None:
+    global _forked_from_a_load
+    observer = _observer
+    if observer is not None and observer._read is not None:
+        _forked_from_a_load = True
+
+
 def _install_hook() -> None:
     """Audit hooks cannot be removed: one hook per process, idle unless a load is observed. What raises no
     audit event is observed too (generator/loading/read_hooks.py). A load's process is its own, so these stay."""
@@ -541,4 +568,6 @@ def _install_hook() -> None:
     if not _hooked:
         sys.addaudithook(_audit)
         read_hooks.install(lambda: _observer)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_forked)
         _hooked = True
