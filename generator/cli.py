@@ -202,6 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
     matrix = add_command("matrix", help=f"write {planning.MATRIX_OUTPUT}: patterns x backends -> dtype configs")
     matrix.add_argument("--force", action="store_true", help="re-render even when it is up to date")
     matrix.add_argument("--stdout", action="store_true", help="print the matrix instead of writing it")
+    matrix.add_argument(
+        "--backend", dest="backends", metavar="NAME", nargs="+", action="extend", default=[],
+        help="only these backends' columns and patterns, printed (the committed page keeps every backend)",
+    )
     matrix.set_defaults(handler=commands.cmd_matrix)
     diff = add_command(
         "diff", help="per-pattern semantic diff of generated/: working tree vs HEAD, revisions, or against torch"

@@ -80,7 +80,7 @@ def _regenerate(args, console) -> int:
 
 
 def cmd_matrix(args, console) -> int:
-    if args.stdout:  # writes nothing
+    if args.stdout or args.backends:  # writes nothing
         return _matrix(args, console)
     with files.project_lock(cache.lock_file(args.root), functools.partial(_say_waiting, console)):
         return _matrix(args, console)
@@ -95,6 +95,8 @@ def _matrix(args, console) -> int:
             f'{project.PYPROJECT}: [tool.{project.TABLE}] matrix is "": this project keeps no support matrix'
         )
     texts = {}
+    if args.backends:  # a narrowed view, printed: the committed page always holds every backend
+        return _narrowed_matrix(root, matrix, args.backends, console)
     if args.stdout or args.force or planning.freshness(matrix[0]) != "fresh":
         modules, texts = build_with_progress("matrix", root, matrix, jobs=1)
         every = _observed(every, modules)
@@ -103,6 +105,19 @@ def _matrix(args, console) -> int:
         console.out.write(texts[planning.MATRIX])
     else:
         _report(console, manifest.write_outputs(root, matrix, texts, every=every))
+    return OK
+
+
+def _narrowed_matrix(root: Path, matrix: list, wanted: list[str], console) -> int:
+    """`matrix --backend NAME ...`: the matrix of those backends only (label, BackendConfig name or module)."""
+    from generator.building.matrix import support_matrix
+    from generator.building.rendering import render_matrix
+    from generator.review.sides import choose
+
+    modules, _ = build_with_progress("matrix", root, matrix, jobs=1)
+    known = [(e.backend.label, {e.backend.label, e.backend.name, m.spec.name}) for m in modules for e in m.backends]
+    chosen = frozenset(choose(wanted, known))
+    console.out.write(render_matrix(support_matrix(modules, chosen), project.templates(root)))
     return OK
 
 

@@ -16,6 +16,7 @@ the revision's manifest and files, without executing its spec.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import io
 import re
@@ -333,10 +334,13 @@ def choose(wanted: list[str], known: list[tuple[str, set[str]]]) -> set[str]:
     """The labels that the wanted names select (all when none is wanted); each name may be any of a backend's."""
     if not wanted:
         return {label for label, _ in known}
-    unknown = set(wanted) - {name for _, names in known for name in names}
+    every = {name for _, names in known for name in names}
+    unknown = sorted(set(wanted) - every)
     if unknown:
         choices = ", ".join(sorted({label for label, _ in known}))
-        raise UnknownBackendError(f"unknown backend(s) {', '.join(sorted(unknown))}; choose from {choices}")
+        close = [match for name in unknown for match in difflib.get_close_matches(name, sorted(every), n=1)]
+        hint = f"did you mean {', '.join(dict.fromkeys(close))}? " if close else ""
+        raise UnknownBackendError(f"unknown backend(s) {', '.join(unknown)}; {hint}choose from {choices}")
     labels = {label for label, _ in known}
     # A backend's label names it alone, though other backends' BackendConfigs may have that name too.
     chosen = set(wanted) & labels
