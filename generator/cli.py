@@ -13,14 +13,18 @@ import argparse
 import codecs
 import errno
 import functools
+import json
 import os
 import sys
 import warnings
 from pathlib import Path
 
 from generator import commands, errors, project
+from generator.annotations import workflow_command
 from generator.freshness import planning
 from generator.loading import load_server
+
+FORMATS = ("text", "markdown", "json", "github")  # diff's, as generator.review.formats prints them
 
 CLOSED_OUTPUT = 141  # 128 + SIGPIPE, what `yes | head -1` reports for `yes`
 INTERRUPTED_MESSAGE = "interrupted; every file is its old or its new version"
@@ -196,6 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check = add_command("check", help="exit 1 if a generated file is stale, missing or hand-edited")
     check.add_argument("--full", action="store_true", help="re-render everything and compare bytes")
+    check.add_argument(
+        "--format", choices=("text", "github"), default="text",
+        help="text, or github: one GitHub Actions workflow command per finding, at its spec line (default: text)",
+    )
     for command in (regenerate, check):
         command.add_argument("--strict", action="store_true", help="treat lint warnings as errors")
         command.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="processes for black")
@@ -219,7 +227,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--rev", metavar="REV", help="A..B: revision A against revision B; REV: REV against the working tree "
         "(default: HEAD against the working tree)"
     )
-    diff.add_argument("--format", choices=("text", "markdown", "json"), default="text", help="output format")
+    diff.add_argument(
+        "--format", choices=FORMATS, default="text",
+        help="text; markdown (a pull-request comment); json; github: one GitHub Actions workflow command per finding, "
+        "at its spec line (default: text)",
+    )
     diff.add_argument(
         "backends", nargs="*", metavar="BACKEND", help="backend or module names, e.g. fbgemm onednn (default: all)"
     )
@@ -324,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     tolerant_standard_streams()
     console = Console()
+    args = None
     try:
         args = build_parser().parse_args(argv)
         if args.command == "init":  # starts a project where it stands, or in --root DIR
@@ -338,9 +351,9 @@ def main(argv: list[str] | None = None) -> int:
         console.out.flush()  # a closed stdout fails here, not at interpreter exit
         return code
     except errors.GeneratorError as error:
-        return fail(console, error)
+        return fail(console, error, getattr(args, "format", "text"))
     except KeyboardInterrupt:
-        return fail(console, errors.Interrupted(INTERRUPTED_MESSAGE))
+        return fail(console, errors.Interrupted(INTERRUPTED_MESSAGE), getattr(args, "format", "text"))
     except BrokenPipeError:
         # The reader (e.g. `| head`) has all it wanted: exit quietly, and keep Python
         # from reporting the failed flush of stdout at exit.
@@ -379,6 +392,18 @@ def missing_dependency(error: ModuleNotFoundError) -> errors.MissingDependencyEr
     )
 
 
-def fail(console: Console, error: errors.GeneratorError) -> int:
+def fail(console: Console, error: errors.GeneratorError, fmt: str = "text") -> int:
+    """The error as one line on standard error; in a machine-readable format, also as that format on standard
+    output (a JSON document, a workflow command at the error's spec line), which then holds nothing else."""
     console.error(str(error))
+    try:
+        file, line, message = commands.located(str(error))
+        if fmt == "json":
+            document = {"error": message, "file": file, "line": line, "exit_code": error.exit_code}
+            console.out.write(json.dumps(document, indent=1) + "\n")
+        elif fmt == "github":
+            console.out.write(workflow_command("error", message, file=file, line=line) + "\n")
+        console.out.flush()
+    except (OSError, errors.WriteError):
+        pass  # nowhere left to say it: the exit code still does
     return error.exit_code

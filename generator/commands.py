@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 from pathlib import Path
 
 from generator import cache, digests, errors, files, progress, project
+from generator.annotations import workflow_command
 from generator.freshness import manifest, planning
 
 OK, DIFFERENT = 0, 1
@@ -43,11 +45,24 @@ def lint_findings(root: Path, targets, modules) -> list[str]:
     return findings
 
 
-def report_lint(console, findings: list[str], strict: bool) -> None:
+def report_lint(console, findings: list[str], strict: bool, fmt: str = "text") -> None:
     if strict and findings:
         raise errors.LintError(f"{findings[0]} (--strict; {len(findings)} lint finding(s))")
     for finding in findings:
-        console.warn(finding)
+        if fmt == "github":  # an annotation at the spec line, on standard output with the other findings
+            file, line, message = located(finding)
+            console.out.write(workflow_command("warning", message, file=file, line=line) + "\n")
+        else:
+            console.warn(finding)
+
+
+_LOCATED = re.compile(r"(?P<file>[^:\s][^:]*\.\w+):(?P<line>\d+): (?P<message>.*)", re.DOTALL)
+
+
+def located(text: str) -> tuple[str | None, int | None, str]:
+    """(file, line, message) of a finding or error printed as `spec/x.py:12: message`; (None, None, text) else."""
+    match = _LOCATED.fullmatch(text)
+    return (match["file"], int(match["line"]), match["message"]) if match else (None, None, text)
 
 
 def cmd_regenerate(args, console) -> int:
@@ -161,7 +176,7 @@ def cmd_check(args, console) -> int:
     modules, texts = None, None
     if args.full:
         modules, texts = build_with_progress("check", root, targets, args.jobs)
-    report_lint(console, lint_findings(root, targets, modules), args.strict)
+    report_lint(console, lint_findings(root, targets, modules), args.strict, args.format)
     statuses = {t.name: planning.status(t, recorded) for t in targets}
     if texts is not None:
         statuses = _full_comparison(targets, texts, statuses)
@@ -171,17 +186,68 @@ def cmd_check(args, console) -> int:
     observed = _observed(targets, modules) if modules is not None else targets
     manifest_problem = None if problems else _manifest_problem(root, observed, recorded, texts)
     if not problems and not orphaned and manifest_problem is None:
-        console.say(f"{len(targets)} generated files are up to date", "green")
+        up_to_date = f"{len(targets)} generated files are up to date"
+        if args.format == "github":  # standard output holds findings only
+            console.err.write(up_to_date + "\n")
+        else:
+            console.say(up_to_date, "green")
         return OK
     # The slow path (torch names, black) runs only once something is wrong, to show the fix.
     if texts is None and problems:
         wrong = [t for t in targets if t.name in problems]
         _, texts = build_with_progress("check", root, wrong, args.jobs, reuse=True, keep=True)
+    if args.format == "github":
+        for line in _github_findings(root, targets, problems, orphaned, texts or {}, recorded, manifest_problem):
+            console.out.write(line + "\n")
+        return DIFFERENT
     _explain(root, targets, problems, orphaned, console, texts or {}, recorded)
     if manifest_problem is not None:
         _explain_manifest(root, manifest_problem, console)
     console.say(f"fix: {FIX_COMMAND}", "bold")
     return DIFFERENT
+
+
+def _github_findings(root, targets, problems, orphaned, texts: dict[str, str], recorded, manifest_problem):
+    """One `::error` per file check refuses: at the spec file whose change makes it stale where one did,
+    else at the generated file's first line that regenerate would change."""
+    from generator.review.sides import stale_cause
+
+    fix = f"fix: {FIX_COMMAND}"
+    manifest_file = manifest.path_in(root).as_posix()
+    for target in targets:
+        if target.name not in problems:
+            continue
+        status = problems[target.name]
+        current = digests.lenient_text(target.output) if target.output.exists() else None
+        reasons = f": {'; '.join(status.reasons)}" if status.reasons else ""
+        if current is not None and current == texts.get(target.name):  # only the manifest is behind
+            message = f"{target.relative}: content unchanged ({status.state}{reasons}); {same_output_fix(root)}"
+            yield workflow_command("error", message, file=manifest_file, title="check: manifest behind")
+            continue
+        message = f"{target.relative}: {REASONS[status.state]}{reasons}; {fix}"
+        cause = stale_cause(target, recorded) if status.state == "stale" else None
+        if cause is not None:
+            yield workflow_command("error", message, file=cause, title=f"check: {target.relative} stale")
+        elif current is None:  # at the spec file that asks for it
+            file = target.relative if target.is_matrix else target.source
+            yield workflow_command("error", message, file=file, title=f"check: {target.relative} missing")
+        else:
+            line = _first_changed_line(current, texts.get(target.name, ""))
+            title = f"check: {target.relative} {REASONS[status.state]}"
+            yield workflow_command("error", message, file=target.relative, line=line, title=title)
+    for orphan in orphaned:
+        relative = orphan.relative_to(root).as_posix()
+        yield workflow_command("error", f"{relative}: its spec file is gone; {fix}", file=relative)
+    if manifest_problem is not None:
+        yield workflow_command("error", f"{manifest_file}: does not record what regenerate wrote; {fix}",
+                               file=manifest_file)  # fmt: skip
+
+
+def _first_changed_line(current: str, regenerated: str) -> int:
+    for number, (mine, theirs) in enumerate(zip(current.splitlines(), regenerated.splitlines()), 1):
+        if mine != theirs:
+            return number
+    return min(len(current.splitlines()), len(regenerated.splitlines())) + 1
 
 
 def _full_comparison(targets, texts: dict[str, str], statuses: dict) -> dict:

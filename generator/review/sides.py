@@ -428,6 +428,7 @@ class StaleFile:
     file: str
     state: str
     reasons: tuple[str, ...] = ()
+    cause: str | None = None  # the project file (a spec file) whose change makes it stale, where one did
 
 
 def stale_files(side: Side) -> list[StaleFile]:
@@ -467,8 +468,23 @@ def _stale_in(root: Path, recorded: manifest.Manifest | None, revision: str | No
             fix = "fix: python -m generator regenerate"
             raise NothingToCompareError(f"nothing to compare: {target.relative} is missing; {fix}")
         if status.state != "fresh":
-            found.append(StaleFile(target.relative, status.state, status.reasons))
+            cause = stale_cause(target, recorded) if status.state == "stale" else None
+            found.append(StaleFile(target.relative, status.state, status.reasons, cause))
     return found
+
+
+def stale_cause(target: planning.Target, recorded: manifest.Manifest | None) -> str | None:
+    """The first project file (a spec file, a helper module, a template) whose change makes the target stale."""
+    entry = recorded.outputs.get(target.relative) if recorded is not None else None
+    if entry is None:
+        return None
+    before, now = recorded.made_from(entry), dict(target.made_from)
+    for name in sorted(before.keys() | now.keys()):
+        project_file = not name.startswith(("generator/", "../", digests.ENVIRONMENT))
+        if project_file and name not in digests.VERSIONED_PACKAGES and before.get(name) != now.get(name):
+            if (target.root / name).is_file():
+                return name
+    return None
 
 
 def _as_committed(root: Path, target: planning.Target, recorded: manifest.Manifest | None) -> tuple:
