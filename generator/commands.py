@@ -350,7 +350,7 @@ def cmd_diff(args, console) -> int:
         results = list(diff.against_revision(old_side, new_side, args.backends))
     if not results:
         raise errors.NothingToCompareError("nothing to compare: no backend on either side")
-    console.out.write(formats.render(args.format, results, old, new, uncompared))
+    console.out.write(formats.render(args.format, results, old, new, uncompared, drift=args.against_torch))
     return DIFFERENT if any(r.status != "same" for r in results) else OK
 
 

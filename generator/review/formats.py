@@ -22,9 +22,14 @@ from generator.review.sides import WORKING_TREE
 FORMATS = ("text", "markdown", "json", "github")
 
 
-def render(fmt: str, results: list[BackendDiff], old: str, new: str, uncompared: list[str] = ()) -> str:
-    """`uncompared`: backends with no reference builder, named by `diff --against-torch`."""
-    renderer = {"text": text, "markdown": markdown, "json": as_json, "github": github}[fmt]
+def render(
+    fmt: str, results: list[BackendDiff], old: str, new: str, uncompared: list[str] = (), drift: bool = False
+) -> str:
+    """`uncompared`: backends with no reference builder, named by `diff --against-torch`; `drift`: the changes
+    are a generated builder's undeclared differences from its reference (github: errors, not notices)."""
+    if fmt == "github":
+        return github(results, old, new, "error" if drift else "notice")
+    renderer = {"text": text, "markdown": markdown, "json": as_json}[fmt]
     return renderer(results, old, new, list(uncompared))
 
 
@@ -100,7 +105,8 @@ def markdown(results: list[BackendDiff], old: str, new: str, uncompared: list[st
         if result.name is not None:
             lines.append(f"- name: `{result.name.old}` → `{result.name.new}`")
         for dtype_config in result.dtype_configs:
-            lines.append(f"- dtype config `{dtype_config.name}`:")
+            used = ", ".join(f"`{p}`" for p in dtype_config.patterns)
+            lines.append(f"- dtype config `{dtype_config.name}`" + (f" (used by {used}):" if used else ":"))
             lines += [f"  - {_markdown_field(f)}" for f in dtype_config.fields]
         lines += [_markdown_pattern(change) for change in result.patterns]
         lines += [f"- {problem}" for problem in result.unexplained]
@@ -134,7 +140,8 @@ def _markdown_field(change: FieldChange) -> str:
         return f"dtype_configs: − `{change.old}`" if change.old else f"dtype_configs: + `{change.new}`"
     if change.field == "position":
         return f"moved from position {change.old} to {change.new}"
-    return f"{change.field}: `{change.old}` → `{change.new}`"
+    at = f" (`{change.location}`)" if change.location else ""
+    return f"{change.where}: `{change.old}` → `{change.new}`{at}"
 
 
 def as_json(results: list[BackendDiff], old: str, new: str, uncompared: list[str]) -> str:
@@ -160,7 +167,8 @@ def _backend_json(result: BackendDiff) -> dict:
         },
         "name": _field_json(result.name) if result.name else None,
         "dtype_configs": [
-            {"name": d.name, "fields": [_field_json(f) for f in d.fields]} for d in result.dtype_configs
+            {"name": d.name, "fields": [_field_json(f) for f in d.fields], "patterns": list(d.patterns)}
+            for d in result.dtype_configs
         ],
         "patterns": [
             {
@@ -188,17 +196,21 @@ def _backend_json(result: BackendDiff) -> dict:
 
 
 def _field_json(change: FieldChange) -> dict:
-    return {"field": change.field, "old": change.old or None, "new": change.new or None}
+    return {
+        "field": change.field,
+        "old": change.old or None,
+        "new": change.new or None,
+        "constraint": change.constraint or None,
+        "location": change.location,
+    }
 
 
 def _backends(count: int) -> str:
     return f"{count} backend{'' if count == 1 else 's'}"
 
 
-def github(results: list[BackendDiff], old: str, new: str, uncompared: list[str]) -> str:
-    """One workflow command per finding (generator/annotations.py), at the spec line of each pattern."""
-    against_reference = any(r.declared or r.unexplained for r in results) or bool(uncompared)
-    level = "error" if against_reference else "notice"
+def github(results: list[BackendDiff], old: str, new: str, level: str) -> str:
+    """One workflow command per finding (generator/annotations.py) at its spec line, each change at `level`."""
     commands = []
 
     def say(level: str, message: str, location: str | None, backend: str) -> None:
@@ -214,8 +226,9 @@ def github(results: list[BackendDiff], old: str, new: str, uncompared: list[str]
         if result.name is not None:
             say(level, f"{prefix}name: {result.name.old} -> {result.name.new}", None, result.backend)
         for dtype_config in result.dtype_configs:
+            used = f" (used by {', '.join(dtype_config.patterns)})" if dtype_config.patterns else ""
             for field in dtype_config.fields:
-                say(level, f"{prefix}dtype config {dtype_config.name}: {field}", None, result.backend)
+                say(level, f"{prefix}dtype config {dtype_config.name}: {field}{used}", field.location, result.backend)
         for problem in result.unexplained:
             say("error", f"{prefix}{problem}", None, result.backend)
         for change in result.patterns:
