@@ -138,7 +138,13 @@ def _why_no_revision(side: Side) -> str:
         _git(side.root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
     except GitError:
         return f"the git repository at {side.root} has no commit yet, so there is no {side.revision}; commit first"
-    return f"{side.revision} is not a revision of the git repository at {side.root}"
+    message = f"{side.revision} is not a revision of the git repository at {side.root}"
+    try:
+        refs = _git(side.root, "for-each-ref", "--format=%(refname:short)", "refs/heads", "refs/tags", "refs/remotes")
+    except GitError:
+        return message
+    close = difflib.get_close_matches(side.revision, sorted(set(refs.split())), n=3)
+    return message + (f"; did you mean {' or '.join(close)}?" if close else "")
 
 
 def _git(root: Path, *args: str) -> str:
