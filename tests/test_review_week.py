@@ -109,3 +109,16 @@ def test_a_change_of_layout_alone_is_no_difference(week, day):
             assert json.loads(out)["different"] is False
         if fmt == "github":
             assert out == ""
+
+
+def test_against_its_reference_the_week_s_undeclared_drift_is_an_error_in_the_spec_s_words(week):
+    line = f"spec/_chips.py:{two_chips.line_of(week, 'spec/_chips.py', '_W_S8 = ')}"
+    code, out, _ = two_chips.generator(week, "diff", "--against-torch", "dsp")
+    assert code == 1
+    # The reference's 2**-14 (a float it never spells) reads as a power of two, ours as the spec spells it.
+    assert f"dsp: dtype config _ACT_S8: weight_dtype.scale_min_lower_bound (_W_S8): 2**-14 -> 2**-12  ({line})" \
+        in out.splitlines()
+    assert "  dsp: declared added nn.Hardswish" in out  # its reason, apart from the drift
+    code, out, _ = two_chips.generator(week, "diff", "--against-torch", "--format", "github", "dsp")
+    levels = {(level, props.get("file")) for level, props, message in findings(out) if "_W_S8" in message}
+    assert levels == {("error", "spec/_chips.py")}

@@ -36,7 +36,7 @@ from generator.review.equality import (
 )
 from generator.review.identity import CONSTRAINT_FIELDS, DTYPE_CONFIG_FIELDS, configs_by_key, dtype_config_key, same
 from generator.review.results import BackendDiff, DTypeConfigChange, FieldChange, PatternChange
-from generator.review.spellings import Spellings
+from generator.review.spellings import Spellings, power_of_two
 
 
 def diff_backend_configs(
@@ -189,8 +189,8 @@ def dtype_config_fields(
     where = where or {}
 
     def spelled(field: str, a, b, constraint: str = "") -> FieldChange:
-        before = spellings[0].value(names[0], field) or short_name(a)
-        after = spellings[1].value(names[1], field) or short_name(b)
+        before = spellings[0].value(names[0], field) or power_of_two(a) or short_name(a)
+        after = spellings[1].value(names[1], field) or power_of_two(b) or short_name(b)
         side = field.partition(".")[0]
         location = where.get(f"dtype config {names[1]}.{side}") or where.get(f"dtype config {names[1]}")
         return FieldChange(field, before, after, constraint, location)

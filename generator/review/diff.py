@@ -101,7 +101,7 @@ def against_reference(ref: BuilderRef, module, ours, theirs, locations) -> Backe
     stale = tuple(line.removeprefix(f"{ref.label}: ") for line in split.stale)  # lines() adds the label
     unexplained = stale + (() if shown else tuple(map(str, split.undeclared)))
     declared = tuple(
-        _declared_dtype_config(d, split.replaced[d]) if d.of_dtype_config
+        _declared_dtype_config(d, split.replaced[d], names, spelt) if d.of_dtype_config
         else _declared(d, theirs, ours, names, where, ref.label)
         for d in split.declared
     )  # fmt: skip
@@ -156,13 +156,14 @@ def _declared(declaration: Declaration, theirs, ours, names, where, label: str):
     return DeclaredChange(declaration.kind, str(declaration.pattern), declaration.reason, location, fields)
 
 
-def _declared_dtype_config(declaration: Declaration, replaced):
-    """A declared change of a dtype config, with the fields in which ours differ from the reference's."""
+def _declared_dtype_config(declaration: Declaration, replaced, names: dict[int, str], spelt):
+    """A declared change of a dtype config, with the fields in which ours differ from the reference's
+    (ours as our module spells them)."""
     from generator.review.changes import dtype_config_fields
 
     fields = {}
     for its, mine in replaced:
-        for change in dtype_config_fields(its, mine):
+        for change in dtype_config_fields(its, mine, ("", names.get(id(mine), "")), spelt):
             fields.setdefault(str(change), change)
     location = str(declaration.location) if declaration.location else None
     return DeclaredChange(declaration.kind, declaration.pattern, declaration.reason, location, tuple(fields.values()))

@@ -105,13 +105,26 @@ def markdown(results: list[BackendDiff], old: str, new: str, uncompared: list[st
         if result.name is not None:
             lines.append(f"- name: `{result.name.old}` → `{result.name.new}`")
         for dtype_config in result.dtype_configs:
-            used = ", ".join(f"`{p}`" for p in dtype_config.patterns)
-            lines.append(f"- dtype config `{dtype_config.name}`" + (f" (used by {used}):" if used else ":"))
-            lines += [f"  - {_markdown_field(f)}" for f in dtype_config.fields]
+            lines += _markdown_dtype_config(dtype_config)
         lines += [_markdown_pattern(change) for change in result.patterns]
         lines += [f"- {problem}" for problem in result.unexplained]
         lines.append("")
     return "\n".join(lines)
+
+
+def _markdown_dtype_config(change) -> list[str]:
+    """The dtype config's changed fields, then the patterns that use it (folded when there are many)."""
+    users = change.patterns
+    used = ", ".join(f"`{p}`" for p in users)
+    if len(users) <= FOLDED:
+        head = f"- dtype config `{change.name}`" + (f" (used by {used}):" if users else ":")
+        return [head, *(f"  - {_markdown_field(f)}" for f in change.fields)]
+    head = f"- dtype config `{change.name}` (used by {len(users)} patterns):"
+    folded = f"  - <details><summary>the {len(users)} patterns that use it</summary>{used}</details>"
+    return [head, *(f"  - {_markdown_field(f)}" for f in change.fields), folded]
+
+
+FOLDED = 8  # a dtype config used by more patterns lists them folded in Markdown
 
 
 def _markdown_declared(results: list[BackendDiff]) -> list[str]:

@@ -10,6 +10,7 @@ the value as Python prints it.
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass, field
 
 
@@ -68,3 +69,16 @@ def _called(call) -> str | None:
         return None
     function = call.func
     return function.id if isinstance(function, ast.Name) else getattr(function, "attr", None)
+
+
+def power_of_two(value) -> str | None:
+    """`2**-12` for a float that is exactly a power of two below 1/4 or above 4 (as specs spell such bounds); else None.
+
+    For a value no module spells (a reference builder's), so that `2**-12 -> 2**-10` does not read
+    `0.000244140625 -> 0.0009765625`."""
+    if type(value) is not float or value <= 0 or not math.isfinite(value):
+        return None
+    mantissa, exponent = math.frexp(value)
+    if mantissa != 0.5 or -1 <= exponent - 1 <= 2:
+        return None
+    return f"2**{exponent - 1}"
