@@ -408,7 +408,7 @@ def _stale_notice(side, fmt: str, old: str, new: str, console) -> bool:
 
     stale = sides.stale_files(side)
     if stale and side.revision is None:
-        stale = _content_changes(side.root, stale, console)
+        stale = _content_changes(side.root, stale, console, fmt)
     if not stale:
         return False
     fix = FIX_COMMAND
@@ -418,7 +418,7 @@ def _stale_notice(side, fmt: str, old: str, new: str, console) -> bool:
     return True
 
 
-def _content_changes(root: Path, stale: list, console) -> list:
+def _content_changes(root: Path, stale: list, console, fmt: str = "text") -> list:
     """Of the working tree's stale files, those whose text regenerate would change.
 
     A file whose inputs changed but whose text would not (a comment in the spec) is
@@ -431,7 +431,11 @@ def _content_changes(root: Path, stale: list, console) -> list:
     _, texts = build_with_progress("diff", root, targets, 1, reuse=True, keep=True)
     unchanged = {t.relative for t in targets if manifest.digest_of(t.output) == digests.text_digest(texts[t.name])}
     if unchanged:
-        console.warn(f"inputs changed, content unchanged: {', '.join(sorted(unchanged))}; {same_output_fix(root)}")
+        warning = f"inputs changed, content unchanged: {', '.join(sorted(unchanged))}; {same_output_fix(root)}"
+        if fmt == "github":  # a finding: on standard output, as the others
+            console.out.write(workflow_command("warning", warning, file=manifest.path_in(root).as_posix()) + "\n")
+        else:
+            console.warn(warning)
     return [found for found in stale if found.file not in unchanged]
 
 

@@ -123,3 +123,13 @@ def test_the_revision_range_is_in_each_title(chips):
     git(chips, "commit", "-qam", "move")
     code, out, _ = two_chips.generator(chips, "diff", "--rev", "HEAD~1..HEAD", "--format", "github")
     assert (code, out) == (0, "")  # a section move changes no BackendConfig
+
+
+def test_a_spec_edit_that_changes_no_module_is_a_warning_not_a_difference(chips):
+    spec = chips / "spec" / "npu.py"
+    spec.write_text(spec.read_text() + "# a comment\n")
+    code, out, err = two_chips.generator(chips, "diff", "--format", "github")
+    assert code == 0, err
+    [(level, props, message)] = findings(out)
+    assert (level, props["file"]) == ("warning", "generated/manifest.json")
+    assert message.startswith("inputs changed, content unchanged: ") and "generated/npu.py" in message
