@@ -200,7 +200,7 @@ def test_declared_differences_keep_the_suite_green(fresh_project, capsys):
         fresh_project / "generated" / "qnnpack_pt2e.py"
     ).read_text()
     matrix = (fresh_project / "docs" / "support-matrix.md").read_text()
-    mish = "| `fbgemm` | `nn.Mish` | + added | Mish is quantized like ELU on our backends | `spec/_common.py:"
+    mish = "| `fbgemm` | `nn.Mish` | + added | Mish is quantized like ELU on our backends | `spec/_common.py` |"
     assert mish in matrix
     assert "| `qnnpack_pt2e` | `torch.ops.aten.mm.default` | − removed | we lower mm ourselves |" in matrix
     assert re.search(r"^\| ◐ `torch\.ops\.aten\.mm\.default` \|( · \|)+$", matrix, re.MULTILINE)
