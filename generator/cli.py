@@ -13,14 +13,18 @@ import argparse
 import codecs
 import errno
 import functools
+import json
 import os
 import sys
 import warnings
 from pathlib import Path
 
 from generator import commands, errors, process, project
+from generator.annotations import workflow_command
 from generator.freshness import planning
 from generator.loading import load_server
+
+FORMATS = ("text", "markdown", "json", "github")  # diff's, as generator.review.formats prints them
 
 CLOSED_OUTPUT = 141  # 128 + SIGPIPE, what `yes | head -1` reports for `yes`
 INTERRUPTED_MESSAGE = "interrupted; every file is its old or its new version"
@@ -174,11 +178,50 @@ class Parser(argparse.ArgumentParser):
         OutputStream(file or sys.stdout, "standard output").write(self.format_help())
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Each option's help ends with its default, unless it says it already or the option is a flag;
+    the description and the exit codes (the epilog) keep their lines."""
+
+    def _get_help_string(self, action) -> str:
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, [], argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+ERROR_CODES = """  2    an error: one line on standard error, no file changed
+  130  interrupted (Ctrl-C)"""
+EXIT_CODES = {
+    "init": "  0    the project is started",
+    "regenerate": "  0    generated/ is what spec/ says (written or unchanged)",
+    "check": "  0    every generated file is up to date\n"
+    "  1    a file is stale, missing or edited by hand: each is named, with why and the fix",
+    "matrix": "  0    the matrix is written (or printed)",
+    "diff": "  0    no difference\n"
+    "  1    a difference, or the newer side's generated/ is stale (in CI: `diff ... || true` to post it anyway)",
+    "verify": "  0    every backend holds\n"
+    "  1    a backend differs from its reference or fails a flow, or generated/ is stale",
+    "import": "  0    the spec file is written (or already builds the same)",
+}
+
+
+def add_command(subparsers, name: str, summary: str, **options) -> argparse.ArgumentParser:
+    """A command whose --help gives its one-line description, each option's default and the exit codes."""
+    epilog = f"exit codes:\n{EXIT_CODES[name]}\n{ERROR_CODES}"
+    return subparsers.add_parser(
+        name, help=summary, description=summary[0].upper() + summary[1:] + ".", epilog=epilog,
+        formatter_class=HelpFormatter, **options,
+    )  # fmt: skip
+
+
 def build_parser() -> argparse.ArgumentParser:
     root_help = "project root, the folder holding spec/ (default: the nearest one at or above the current folder)"
     parser = Parser(
         prog=program_name(),
         description="Expand spec/ into flat, explicit BackendConfig modules in generated/.",
+        epilog="exit codes: 0 fine, 1 differs (check, diff, verify), 2 an error (one line on standard error, no "
+        "file changed), 130 interrupted. `python -m generator COMMAND --help` says each command's options, "
+        "their defaults and its exit codes.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {project.VERSION}")
     parser.add_argument("--root", type=Path, default=None, help=root_help)
@@ -188,24 +231,37 @@ def build_parser() -> argparse.ArgumentParser:
     after.add_argument("--root", type=Path, default=argparse.SUPPRESS, help=root_help)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_init(subparsers)
-    add_command = functools.partial(subparsers.add_parser, parents=[after])
-    regenerate = add_command(
-        "regenerate", help=f"write generated/ and {planning.MATRIX_OUTPUT} from spec/ (only what changed)"
+    new_command = functools.partial(add_command, subparsers, parents=[after])
+    regenerate = new_command(
+        "regenerate", f"write generated/ and {planning.MATRIX_OUTPUT} from spec/ (only what changed)"
     )
     regenerate.add_argument(
         "--force", action="store_true", help="re-run every spec file and re-render every module, even unchanged ones"
     )
-    check = add_command("check", help="exit 1 if a generated file is stale, missing or hand-edited")
+    check = new_command(
+        "check", "exit 1 if a generated file is stale, missing or hand-edited (reads no spec, imports no torch)"
+    )
     check.add_argument("--full", action="store_true", help="re-render everything and compare bytes")
+    check.add_argument(
+        "--format", choices=("text", "github"), default="text",
+        help="text, or github: one GitHub Actions workflow command per finding, at its spec line (default: text)",
+    )
     for command in (regenerate, check):
         command.add_argument("--strict", action="store_true", help="treat lint warnings as errors")
-        command.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, help="processes for black")
-    matrix = add_command("matrix", help=f"write {planning.MATRIX_OUTPUT}: patterns x backends -> dtype configs")
+        command.add_argument(
+            "--jobs", type=positive_int, default=os.cpu_count() or 1,
+            help="processes for black (default: the number of CPUs)",
+        )
+    matrix = new_command("matrix", f"write {planning.MATRIX_OUTPUT}: patterns x backends -> dtype configs")
     matrix.add_argument("--force", action="store_true", help="re-render even when it is up to date")
     matrix.add_argument("--stdout", action="store_true", help="print the matrix instead of writing it")
+    matrix.add_argument(
+        "--backend", dest="backends", metavar="NAME", nargs="+", action="extend", default=[],
+        help="print the matrix of these backends only, writing nothing (default: every backend, written to the page)",
+    )
     matrix.set_defaults(handler=commands.cmd_matrix)
-    diff = add_command(
-        "diff", help="per-pattern semantic diff of generated/: working tree vs HEAD, revisions, or against torch"
+    diff = new_command(
+        "diff", "per-pattern semantic diff of generated/: working tree vs HEAD, revisions, or against torch"
     )
     side = diff.add_mutually_exclusive_group()
     side.add_argument(
@@ -216,13 +272,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--rev", metavar="REV", help="A..B: revision A against revision B; REV: REV against the working tree "
         "(default: HEAD against the working tree)"
     )
-    diff.add_argument("--format", choices=("text", "markdown", "json"), default="text", help="output format")
+    diff.add_argument(
+        "--format", choices=FORMATS, default="text",
+        help="text; markdown (a pull-request comment); json; github: one GitHub Actions workflow command per finding, "
+        "at its spec line (default: text)",
+    )
     diff.add_argument(
         "backends", nargs="*", metavar="BACKEND", help="backend or module names, e.g. fbgemm onednn (default: all)"
     )
     diff.set_defaults(handler=commands.cmd_diff)
-    verify = add_command(
-        "verify", help="prove each generated builder equals its reference builder and runs through torch's FX flows"
+    verify = new_command(
+        "verify", "prove each generated builder equals its reference builder and runs through torch's FX flows"
     )
     verify.add_argument(
         "--timeout", type=positive_float, default=60.0, metavar="SECONDS",
@@ -236,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
         "backends", nargs="*", metavar="BACKEND", help="backend or module names, e.g. fbgemm onednn (default: all)"
     )
     verify.set_defaults(handler=commands.cmd_verify)
-    importer = add_command("import", help="write spec/<name>.py from an existing builder MODULE:FUNCTION")
+    importer = new_command("import", "write spec/<name>.py from an existing builder MODULE:FUNCTION")
     importer.add_argument("target", metavar="MODULE:FUNCTION", help="e.g. my_backend.config:get_my_backend_config")
     importer.add_argument("--name", help="spec file name (default: FUNCTION without get_ and _backend_config)")
     importer.add_argument("--force", action="store_true", help="overwrite an existing spec file")
@@ -255,8 +315,8 @@ def program_name() -> str:
 
 
 def add_init(subparsers) -> None:
-    init = subparsers.add_parser(
-        "init", help="start a project here (or in --root DIR): the pyproject.toml table, an example spec, "
+    init = add_command(
+        subparsers, "init", "start a project here (or in --root DIR): the pyproject.toml table, an example spec, "
         "the generated package, pre-commit and CI; never overwrites a file"
     )
     init.add_argument(
@@ -335,6 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     tolerant_standard_streams()
     console = Console()
+    args = None
     try:
         args = build_parser().parse_args(argv)
         if args.command == "init":  # starts a project where it stands, or in --root DIR
@@ -349,9 +410,9 @@ def main(argv: list[str] | None = None) -> int:
         console.out.flush()  # a closed stdout fails here, not at interpreter exit
         return code
     except errors.GeneratorError as error:
-        return fail(console, error)
+        return fail(console, error, getattr(args, "format", "text"))
     except KeyboardInterrupt:
-        return fail(console, errors.Interrupted(INTERRUPTED_MESSAGE))
+        return fail(console, errors.Interrupted(INTERRUPTED_MESSAGE), getattr(args, "format", "text"))
     except BrokenPipeError:
         # The reader (e.g. `| head`) has all it wanted: exit quietly, and keep Python
         # from reporting the failed flush of stdout at exit.
@@ -394,6 +455,18 @@ def missing_dependency(error: ModuleNotFoundError) -> errors.MissingDependencyEr
     )
 
 
-def fail(console: Console, error: errors.GeneratorError) -> int:
+def fail(console: Console, error: errors.GeneratorError, fmt: str = "text") -> int:
+    """The error as one line on standard error; in a machine-readable format, also as that format on standard
+    output (a JSON document, a workflow command at the error's spec line), which then holds nothing else."""
     console.error(str(error))
+    try:
+        file, line, message = commands.located(str(error))
+        if fmt == "json":
+            document = {"error": message, "file": file, "line": line, "exit_code": error.exit_code}
+            console.out.write(json.dumps(document, indent=1) + "\n")
+        elif fmt == "github":
+            console.out.write(workflow_command("error", message, file=file, line=line) + "\n")
+        console.out.flush()
+    except (OSError, errors.WriteError):
+        pass  # nowhere left to say it: the exit code still does
     return error.exit_code

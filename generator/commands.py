@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 from pathlib import Path
 
 from generator import cache, digests, errors, files, progress, project
+from generator.annotations import workflow_command
 from generator.freshness import manifest, planning, proofs
 from generator.model import SourceLocation
 
@@ -44,11 +46,24 @@ def lint_findings(root: Path, targets, modules) -> list[str]:
     return findings
 
 
-def report_lint(console, findings: list[str], strict: bool) -> None:
+def report_lint(console, findings: list[str], strict: bool, fmt: str = "text") -> None:
     if strict and findings:
         raise errors.LintError(f"{findings[0]} (--strict; {len(findings)} lint finding(s))")
     for finding in findings:
-        console.warn(finding)
+        if fmt == "github":  # an annotation at the spec line, on standard output with the other findings
+            file, line, message = located(finding)
+            console.out.write(workflow_command("warning", message, file=file, line=line) + "\n")
+        else:
+            console.warn(finding)
+
+
+_LOCATED = re.compile(r"(?P<file>[^:\s][^:]*\.\w+):(?P<line>\d+): (?P<message>.*)", re.DOTALL)
+
+
+def located(text: str) -> tuple[str | None, int | None, str]:
+    """(file, line, message) of a finding or error printed as `spec/x.py:12: message`; (None, None, text) else."""
+    match = _LOCATED.fullmatch(text)
+    return (match["file"], int(match["line"]), match["message"]) if match else (None, None, text)
 
 
 def cmd_regenerate(args, console) -> int:
@@ -95,7 +110,7 @@ def _keep_proofs(root: Path, observed, texts: dict[str, str]) -> None:
 
 
 def cmd_matrix(args, console) -> int:
-    if args.stdout:  # writes nothing
+    if args.stdout or args.backends:  # writes nothing
         return _matrix(args, console)
     with files.project_lock(cache.lock_file(args.root), functools.partial(_say_waiting, console)):
         return _matrix(args, console)
@@ -110,6 +125,8 @@ def _matrix(args, console) -> int:
             f'{project.PYPROJECT}: [tool.{project.TABLE}] matrix is "": this project keeps no support matrix'
         )
     texts = {}
+    if args.backends:  # a narrowed view, printed: the committed page always holds every backend
+        return _narrowed_matrix(root, matrix, args.backends, console)
     if args.stdout or args.force or proofs.settled(matrix[0], manifest.read(root)).state != "fresh":
         modules, texts = build_with_progress("matrix", root, matrix, jobs=1)
         every = _observed(every, modules)
@@ -119,6 +136,19 @@ def _matrix(args, console) -> int:
     else:
         _report(console, manifest.write_outputs(root, matrix, texts, every=every))
         _keep_proofs(root, matrix, texts)
+    return OK
+
+
+def _narrowed_matrix(root: Path, matrix: list, wanted: list[str], console) -> int:
+    """`matrix --backend NAME ...`: the matrix of those backends only (label, BackendConfig name or module)."""
+    from generator.building.matrix import support_matrix
+    from generator.building.rendering import render_matrix
+    from generator.review.sides import choose
+
+    modules, _ = build_with_progress("matrix", root, matrix, jobs=1)
+    known = [(e.backend.label, {e.backend.label, e.backend.name, m.spec.name}) for m in modules for e in m.backends]
+    chosen = frozenset(choose(wanted, known))
+    console.out.write(render_matrix(support_matrix(modules, chosen), project.templates(root)))
     return OK
 
 
@@ -166,7 +196,7 @@ def cmd_check(args, console) -> int:
     modules, texts = None, None
     if args.full:
         modules, texts = build_with_progress("check", root, targets, args.jobs)
-    report_lint(console, lint_findings(root, targets, modules), args.strict)
+    report_lint(console, lint_findings(root, targets, modules), args.strict, args.format)
     statuses = {t.name: proofs.settled(t, recorded) for t in targets}
     unproven = [t for t in targets if statuses[t.name].state == proofs.UNPROVEN]
     if texts is None and unproven:  # rendered once in this environment, to prove the bytes on disk (without torch)
@@ -177,7 +207,11 @@ def cmd_check(args, console) -> int:
     orphaned = planning.orphans(root, targets, recorded)
     manifest_problem = None if problems else _manifest_problem(root, targets, recorded)
     if not problems and not orphaned and manifest_problem is None:
-        console.say(f"{len(targets)} generated files are up to date", "green")
+        up_to_date = f"{len(targets)} generated files are up to date"
+        if args.format == "github":  # standard output holds findings only
+            console.err.write(up_to_date + "\n")
+        else:
+            console.say(up_to_date, "green")
         return OK
     # The slow path (torch names, black) runs only once something is wrong, to show the fix; a file the proof
     # rendered without checking torch names is built again with them, so that a wrong name is said first.
@@ -185,11 +219,58 @@ def cmd_check(args, console) -> int:
     if wrong:
         _, more = build_with_progress("check", root, wrong, args.jobs, reuse=True, keep=True)
         texts = {**(texts or {}), **more}
+    if args.format == "github":
+        for line in _github_findings(root, targets, problems, orphaned, texts or {}, recorded, manifest_problem):
+            console.out.write(line + "\n")
+        return DIFFERENT
     _explain(root, targets, problems, orphaned, console, texts or {}, recorded)
     if manifest_problem is not None:
         _explain_manifest(root, manifest_problem, console)
     console.say(f"fix: {FIX_COMMAND}", "bold")
     return DIFFERENT
+
+
+def _github_findings(root, targets, problems, orphaned, texts: dict[str, str], recorded, manifest_problem):
+    """One `::error` per file check refuses: at the spec file whose change makes it stale where one did,
+    else at the generated file's first line that regenerate would change."""
+    from generator.review.sides import stale_cause
+
+    fix = f"fix: {FIX_COMMAND}"
+    manifest_file = manifest.path_in(root).as_posix()
+    for target in targets:
+        if target.name not in problems:
+            continue
+        status = problems[target.name]
+        current = digests.lenient_text(target.output) if target.output.exists() else None
+        reasons = f": {'; '.join(status.reasons)}" if status.reasons else ""
+        if current is not None and current == texts.get(target.name):  # only the manifest is behind
+            message = f"{target.relative}: content unchanged ({status.state}{reasons}); {same_output_fix(root)}"
+            yield workflow_command("error", message, file=manifest_file, title="check: manifest behind")
+            continue
+        message = f"{target.relative}: {REASONS[status.state]}{reasons}; {fix}"
+        cause = stale_cause(target, recorded) if status.state == "stale" else None
+        if cause is not None:
+            yield workflow_command("error", message, file=cause, title=f"check: {target.relative} stale")
+        elif current is None:  # at the spec file that asks for it
+            file = target.relative if target.is_matrix else target.source
+            yield workflow_command("error", message, file=file, title=f"check: {target.relative} missing")
+        else:
+            line = _first_changed_line(current, texts.get(target.name, ""))
+            title = f"check: {target.relative} {REASONS[status.state]}"
+            yield workflow_command("error", message, file=target.relative, line=line, title=title)
+    for orphan in orphaned:
+        relative = orphan.relative_to(root).as_posix()
+        yield workflow_command("error", f"{relative}: its spec file is gone; {fix}", file=relative)
+    if manifest_problem is not None:
+        yield workflow_command("error", f"{manifest_file}: does not record what regenerate wrote; {fix}",
+                               file=manifest_file)  # fmt: skip
+
+
+def _first_changed_line(current: str, regenerated: str) -> int:
+    for number, (mine, theirs) in enumerate(zip(current.splitlines(), regenerated.splitlines()), 1):
+        if mine != theirs:
+            return number
+    return min(len(current.splitlines()), len(regenerated.splitlines())) + 1
 
 
 def _compared(root: Path, targets, observed, texts: dict[str, str], statuses: dict) -> dict:
@@ -308,7 +389,7 @@ def cmd_diff(args, console) -> int:
         results = process.isolated(_revision_diff, old_side, new_side, args.backends, lost=lost)
     if not results:
         raise errors.NothingToCompareError("nothing to compare: no backend on either side")
-    console.out.write(formats.render(args.format, results, old, new, uncompared))
+    console.out.write(formats.render(args.format, results, old, new, uncompared, drift=args.against_torch))
     return DIFFERENT if any(r.status != "same" for r in results) else OK
 
 

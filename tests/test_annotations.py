@@ -2,26 +2,10 @@
 
 from __future__ import annotations
 
-import re
-import urllib.parse
-
 import pytest
 
 from generator.annotations import workflow_command
-
-# GitHub's runner: `::NAME key=value,key=value::message`, properties and message percent-escaped.
-COMMAND = re.compile(r"^::(?P<level>\w+)(?: (?P<props>[^:]*))?::(?P<message>.*)$")
-
-
-def parsed(line: str) -> tuple[str, dict, str]:
-    assert "\n" not in line and "\r" not in line
-    match = COMMAND.match(line)
-    assert match, line
-    props = {}
-    for item in filter(None, (match["props"] or "").split(",")):
-        key, _, value = item.partition("=")
-        props[key] = urllib.parse.unquote(value)
-    return match["level"], props, urllib.parse.unquote(match["message"])
+from tests.support.workflow_commands import parsed
 
 
 def test_an_error_at_a_spec_line_reads_back_as_file_line_and_message():

@@ -225,10 +225,15 @@ def test_diff_against_torch_json_has_declared_unexplained_and_not_compared(
         "location": f"spec/x86.py:{silu_line}", "fields": [],
     }]  # fmt: skip
     # torch's dtype config has no name: it is paired with ours, so its change shows once, not once per pattern
+    lines = spec.read_text().splitlines()
+    dtype_config_line = next(n for n, line in enumerate(lines, 1) if '"is_dynamic": False' in line)
+    users = x86["dtype_configs"][0].pop("patterns")  # the patterns that use it, as the generated builder has them
     assert x86["dtype_configs"] == [{
         "name": "x86_default_op_quint8_dtype_config",
-        "fields": [{"field": "is_dynamic", "old": "None", "new": "False"}],
+        "fields": [{"field": "is_dynamic", "old": "None", "new": "False", "constraint": None,
+                    "location": f"spec/x86.py:{dtype_config_line}"}],
     }]  # fmt: skip
+    assert {"torch.cat", "nn.ELU"} <= set(users)
     assert (x86["patterns"], x86["unexplained"]) == ([], [])
     original = torch_x86.get_x86_backend_config
 

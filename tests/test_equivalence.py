@@ -200,7 +200,7 @@ def test_declared_differences_keep_the_suite_green(fresh_project, capsys):
         fresh_project / "generated" / "qnnpack_pt2e.py"
     ).read_text()
     matrix = (fresh_project / "docs" / "support-matrix.md").read_text()
-    mish = "| `fbgemm` | `nn.Mish` | + added | Mish is quantized like ELU on our backends | `spec/_common.py:"
+    mish = "| `fbgemm` | `nn.Mish` | + added | Mish is quantized like ELU on our backends | `spec/_common.py` |"
     assert mish in matrix
     assert "| `qnnpack_pt2e` | `torch.ops.aten.mm.default` | − removed | we lower mm ourselves |" in matrix
     assert re.search(r"^\| ◐ `torch\.ops\.aten\.mm\.default` \|( · \|)+$", matrix, re.MULTILINE)
@@ -283,8 +283,8 @@ def test_a_declared_dtype_config_change_keeps_the_suite_green(fresh_project, cap
     declared = (
         f"  qnnpack: declared changed DTypeWithConstraints qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12 "
         f"(spec/qnnpack.py:{line}): our int8 kernels need weight scales of at least 2**-10; "
-        "weight_dtype.scale_min_lower_bound: 0.000244140625 -> 0.0009765625"
-    )
+        "weight_dtype.scale_min_lower_bound (qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12): 2**-12 -> 2**-10"
+    )  # torch's bound, which nothing spells, reads as the power of two it is; ours as the spec spells it
     assert out.startswith("no undeclared differences in ") and declared in out.splitlines(), out
     assert declared.replace("qnnpack:", "executorch:", 1) in out.splitlines()
     code = cli.main(["--root", str(fresh_project), "diff", "--against-torch", "--format", "json", "qnnpack"])
@@ -295,8 +295,9 @@ def test_a_declared_dtype_config_change_keeps_the_suite_green(fresh_project, cap
         "pattern": "DTypeWithConstraints qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12",
         "reason": "our int8 kernels need weight scales of at least 2**-10",
         "location": f"spec/qnnpack.py:{line}",
-        "fields": [{"field": "weight_dtype.scale_min_lower_bound", "old": "0.000244140625", "new": "0.0009765625"}],
-    }]
+        "fields": [{"field": "weight_dtype.scale_min_lower_bound", "old": "2**-12", "new": "2**-10",
+                    "constraint": "qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12", "location": None}],
+    }]  # fmt: skip
     matrix = (fresh_project / "docs" / "support-matrix.md").read_text()
     row = "| `qnnpack` | `DTypeWithConstraints qnnpack_weight_qint8_neg_127_to_127_scale_min_2_neg_12` | ~ changed |"
     assert row in matrix

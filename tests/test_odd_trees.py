@@ -169,12 +169,15 @@ def test_diff_from_a_revision_whose_module_does_not_compile_is_one_line(fbgemm_p
     git(project, "commit", "-qam", "repaired")
     code, out, err = run(capsys, "--root", str(project), "diff", "--rev", "HEAD~1..HEAD", "--format", "json")
     broken_line = len(good.splitlines()) + 2
-    assert code == 2 and out == ""
-    assert err.splitlines() == [
-        "error: HEAD~1:generated/fbgemm.py fails to import: SyntaxError: invalid syntax "
+    message = (
+        "HEAD~1:generated/fbgemm.py fails to import: SyntaxError: invalid syntax "
         f"(fbgemm.py at HEAD~1, line {broken_line}); "
         "compare other revisions, or regenerate and commit at HEAD~1"
-    ]
+    )
+    assert code == 2
+    assert err.splitlines() == [f"error: {message}"]
+    # Standard output stays what --format json promises: one JSON object, here the error.
+    assert json.loads(out) == {"error": message, "file": None, "line": None, "exit_code": 2}
 
 
 def test_the_process_never_reports_an_internal_error_for_a_non_utf8_module(x86_project):

@@ -47,6 +47,8 @@ MODULE = Module(
     ],
 )
 '''
+ACME_WEIGHT_LINE = next(n for n, text in enumerate(ACME.splitlines(), 1) if text.startswith("acme_weight = "))
+ACME_WEIGHT_LOCATION = f"spec/acme.py:{ACME_WEIGHT_LINE}"
 NEW_BACKEND = '''"""A backend added by the change under review."""
 
 from generator.dsl import Backend, DTypeConfig, Module, config, nn, torch
@@ -144,8 +146,13 @@ def test_two_revisions_show_the_whole_change_and_nothing_else(repo, diff_once):
     (code, out, err), _ = diff_once("--rev", "HEAD~1..HEAD")
     assert code == 1, err
     lines = out.splitlines()
-    field = "acme_npu: dtype config acme_weighted_dtype_config: weight_dtype.scale_min_lower_bound: 0.001 -> 0.01"
-    assert lines.count(field) == 1
+    acme_spec = repo / "spec" / "acme.py"
+    field = (
+        "acme_npu: dtype config acme_weighted_dtype_config: weight_dtype.scale_min_lower_bound (acme_weight): "
+        f"0.001 -> 0.01  (spec/acme.py:{line_of(acme_spec, 'acme_weight = ')})"
+    )
+    used = "acme_npu: dtype config acme_weighted_dtype_config: used by 3 patterns: nn.Conv2d, nn.Linear, nn.Conv1d"
+    assert lines.count(field) == 1 and lines.count(used) == 1
     assert not [line for line in lines if "dtype_configs:" in line]  # no per-pattern -/+ of the same name
     new_spec = repo / "spec" / "acme_new.py"
     assert "acme_new: + backend (not in HEAD~1), 2 patterns" in lines
@@ -155,7 +162,7 @@ def test_two_revisions_show_the_whole_change_and_nothing_else(repo, diff_once):
     assert silu and all(re.fullmatch(r"\w+: \+ pattern nn.SiLU  \(spec/_common.py:\d+\)", line) for line in silu)
     spec_line = int(silu[0].rsplit(":", 1)[1].rstrip(")"))
     assert "nn.SiLU" in (repo / "spec" / "_common.py").read_text().splitlines()[spec_line - 1]  # the op list's entry
-    explained = {field, *silu} | {line for line in lines if line.startswith("acme_new: ")}
+    explained = {field, used, *silu} | {line for line in lines if line.startswith("acme_new: ")}
     assert set(lines) == explained  # nothing else: no header churn, no invented changes
 
 
@@ -180,7 +187,8 @@ def test_each_name_of_a_backend_selects_it_and_the_label_is_shown(repo, capsys):
     assert outputs[0] == outputs[1] == outputs[2]
     assert outputs[0][1].startswith("acme_npu: dtype config")
     code, _, err = run(capsys, repo, "--rev", "HEAD~1..HEAD", "acme_np")
-    assert code == 2 and err.startswith("error: unknown backend(s) acme_np; choose from ") and "acme_npu" in err
+    assert code == 2
+    assert err.startswith("error: unknown backend(s) acme_np; did you mean acme_npu? choose from acme_new, ")
 
 
 def test_torch_names_and_module_names_select_a_backend_everywhere_and_the_label_is_shown(repo, capsys):
@@ -200,7 +208,9 @@ def test_markdown_has_a_section_and_a_count_line_per_changed_backend(repo, capsy
     assert [s.splitlines()[0] for s in sections] == ["acme_new (new: not in `HEAD~1`)", "acme_npu"]
     assert sections[0].splitlines()[2] == "+2 patterns, -0, 0 changed"
     assert sections[1].splitlines()[2] == "+0 patterns, -0, 0 changed, 1 dtype config changed"
-    assert "  - weight_dtype.scale_min_lower_bound: `0.001` → `0.01`" in sections[1]
+    assert "- dtype config `acme_weighted_dtype_config` (used by `nn.Conv2d`, `nn.Linear`, `nn.Conv1d`):" in sections[1]
+    field = f"  - weight_dtype.scale_min_lower_bound (acme_weight): `0.001` → `0.01` (`{ACME_WEIGHT_LOCATION}`)"
+    assert field in sections[1]
 
 
 def test_json_follows_the_documented_schema(diff_once):
@@ -218,7 +228,9 @@ def test_json_follows_the_documented_schema(diff_once):
     ]  # fmt: skip
     assert by_name["acme_npu"]["dtype_configs"] == [{
         "name": "acme_weighted_dtype_config",
-        "fields": [{"field": "weight_dtype.scale_min_lower_bound", "old": "0.001", "new": "0.01"}],
+        "fields": [{"field": "weight_dtype.scale_min_lower_bound", "old": "0.001", "new": "0.01",
+                    "constraint": "acme_weight", "location": ACME_WEIGHT_LOCATION}],
+        "patterns": ["nn.Conv2d", "nn.Linear", "nn.Conv1d"],
     }]  # fmt: skip
     assert {b["status"] for b in document["backends"]} <= {"same", "changed", "added", "removed"}
 

@@ -349,9 +349,9 @@ def test_diff_of_a_revision_whose_generated_module_exits_is_one_located_line(fre
     # an escaped exit fails
     done = in_process(capfd, fresh_project, "diff", "--rev", "HEAD~1..HEAD", "--format", "json")
     assert done.returncode == 2, (done.stdout, done.stderr)
-    assert done.stdout == ""
     assert done.stderr == f"error: generated/fbgemm.py at HEAD~1:{line}: generated/fbgemm.py at HEAD~1 raised " \
         "SystemExit(0) (user code must not exit: remove the sys.exit() or raise an Exception instead)\n"
+    assert json.loads(done.stdout)["error"] == done.stderr.removeprefix("error: ").strip()  # stdout stays JSON
 
 
 EXITING_REFERENCE = '''\
@@ -368,10 +368,11 @@ def test_diff_against_a_reference_builder_that_exits_is_one_located_line(fresh_p
     regenerated_cleanly(here(capfd, fresh_project))
     done = in_process(capfd, fresh_project, "diff", "--against-torch", "--format", "json")  # torch imported already
     assert done.returncode == 2, (done.stdout, done.stderr)
-    assert done.stdout == ""
     assert len(done.stderr.splitlines()) == 1, done.stderr
     expected = "error: myref.py:2: reference builder myref.get_reference_config raised SystemExit(0)"
     assert done.stderr.startswith(expected)
+    error = json.loads(done.stdout)  # stdout stays JSON: the error, at its line
+    assert (error["file"], error["line"], error["exit_code"]) == ("myref.py", 2, 2)
 
 
 # ---------------------------------------------------------------------------

@@ -1,13 +1,17 @@
 """The support matrix: which backend supports which pattern, with which dtype configs.
 
 A pure function of the expanded modules. One table per pattern family (the
-`section` a spec gives its configs), a row per pattern and a column per backend;
+`section` a spec gives its configs), one row per pattern and a column per backend;
 each cell lists the dtype configs that backend registers for the pattern, empty
-when it does not support it. Families are in alphabetical order; rows keep the
-order in which the backends, read left to right, register the patterns. Both
-orders move only when a pattern comes or goes, so a one-op spec change touches
-one row. A pattern a backend declares removed (relative to its reference
-builder) keeps a row, and every declared difference is listed with its reason.
+when it does not support it. A pattern has one row whatever section each backend
+puts it in: its family is the first, alphabetically, of the sections the backends
+give it, "other" only when none gives another. Families are in alphabetical order;
+rows keep the order in which the backends, read left to right, register the
+patterns. Both orders move only when a pattern comes or goes, so a one-op spec
+change touches one row. A pattern a backend declares removed (relative to its
+reference builder) keeps a row, and every declared difference is listed with its
+reason and spec file (not its line: a matrix does not change when only a spec's
+layout does).
 """
 
 from __future__ import annotations
@@ -68,33 +72,52 @@ class SupportMatrix:
     declarations: tuple[Declaration, ...] = ()  # declared differences from reference builders
 
 
-def support_matrix(modules: list[ExpandedModule]) -> SupportMatrix:
-    backends = [(module, expanded.backend) for module in modules for expanded in module.backends]
-    columns = tuple(Column(b.label, b.builder, m.spec.name, len(b.configs), m.spec.output) for m, b in backends)
-    cells: dict[tuple[str, str], list[tuple[str, ...]]] = {}
-    labels: dict[tuple[str, str], str] = {}
-    for index, (_, backend) in enumerate(backends):
-        for config in backend.configs:
-            row = (config.section or OTHER_FAMILY, python_source(config.key))
-            labels.setdefault(row, _label(config))
-            cells.setdefault(row, [()] * len(backends))[index] = tuple(d.name for d in config.dtype_configs)
-    expanded = [e for module in modules for e in module.backends]
-    _add_removed_rows(expanded, cells, labels)
-    families = {}
-    for family, key in cells:
-        families.setdefault(family, []).append(Row(labels[(family, key)], tuple(cells[(family, key)])))
+def support_matrix(modules: list[ExpandedModule], wanted: frozenset[str] = frozenset()) -> SupportMatrix:
+    """The matrix of every backend, or of the `wanted` labels only (`matrix --backend`): their columns, and the
+    rows of the patterns they have or declare removed."""
+    backends = [
+        (module, expanded)
+        for module in modules
+        for expanded in module.backends
+        if not wanted or expanded.backend.label in wanted
+    ]
+    columns = tuple(
+        Column(e.backend.label, e.backend.builder, m.spec.name, len(e.backend.configs), m.spec.output)
+        for m, e in backends
+    )
+    cells: dict[str, list[tuple[str, ...]]] = {}  # by pattern key, in the order the backends register them
+    labels: dict[str, str] = {}
+    sections: dict[str, set[str]] = {}
+    for index, (_, expanded) in enumerate(backends):
+        for config in expanded.backend.configs:
+            key = python_source(config.key)
+            labels.setdefault(key, _label(config))
+            sections.setdefault(key, set()).add(config.section or OTHER_FAMILY)
+            cells.setdefault(key, [()] * len(backends))[index] = tuple(d.name for d in config.dtype_configs)
+    expanded = [e for _, e in backends]
+    _add_removed_rows(expanded, cells, labels, sections)
+    families: dict[str, list[Row]] = {}
+    for key, row in cells.items():
+        families.setdefault(_family(sections[key]), []).append(Row(labels[key], tuple(row)))
     ordered = tuple(Family(name, tuple(families[name])) for name in sorted(families))
     declarations = tuple(d for e in expanded for d in e.declarations)
-    return SupportMatrix(columns, ordered, _legend(modules), declarations)
+    return SupportMatrix(columns, ordered, _legend(modules, {e.backend.label for e in expanded}), declarations)
 
 
-def _add_removed_rows(backends: list[ExpandedBackend], cells: dict, labels: dict) -> None:
+def _family(sections: set[str]) -> str:
+    """A pattern's family, decided by the sections given to it, not by which backend gives which."""
+    named = sections - {OTHER_FAMILY}
+    return min(named) if named else OTHER_FAMILY
+
+
+def _add_removed_rows(backends: list[ExpandedBackend], cells: dict, labels: dict, sections: dict) -> None:
     """A pattern declared removed keeps its row, so a reader sees what was dropped."""
     for expanded in backends:
         for removal in expanded.backend.removals if expanded.declarations else ():
-            row = (removal.section or OTHER_FAMILY, python_source(removal.key))
-            labels.setdefault(row, python_source(removal.pattern))
-            cells.setdefault(row, [()] * len(backends))
+            key = python_source(removal.key)
+            labels.setdefault(key, python_source(removal.pattern))
+            sections.setdefault(key, set()).add(removal.section or OTHER_FAMILY)
+            cells.setdefault(key, [()] * len(backends))
 
 
 def _label(config: PatternConfig) -> str:
@@ -102,9 +125,12 @@ def _label(config: PatternConfig) -> str:
     return python_source(config.pattern if config.pattern is not None else config.key)
 
 
-def _legend(modules: list[ExpandedModule]) -> tuple[LegendEntry, ...]:
+def _legend(modules: list[ExpandedModule], shown: set[str]) -> tuple[LegendEntry, ...]:
+    """The dtype configs of the modules that hold a `shown` backend."""
     defined: dict[tuple[str, tuple], list[str]] = {}
     for module in modules:
+        if not any(e.backend.label in shown for e in module.backends):
+            continue
         for dtype_config in module.dtype_configs:
             defined.setdefault((dtype_config.name, _fields(dtype_config)), []).append(module.spec.name)
     return tuple(LegendEntry(name, fields, tuple(found)) for (name, fields), found in sorted(defined.items()))

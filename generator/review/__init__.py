@@ -2,6 +2,8 @@
 
 Modules, each importing only those above it in this list:
 - `results`: the per-backend records a diff reports (`BackendDiff`, `PatternChange`, ...).
+- `spellings`: the spec's words in a generated module's source: how it spells each dtype config's
+  values (`2**-14`) and the names of its constraints (`_W_S8`), read without running it.
 - `identity`: what counts as the same across two configs: exact sameness of plain values
   (`same`), the key a pattern config is matched by (`pattern_key`, `configs_by_key`) and a
   dtype config's content key (`dtype_config_key`).
@@ -27,7 +29,7 @@ Modules, each importing only those above it in this list:
   and its report (text, or GitHub Actions annotations).
 `identity`, `callables`, `equality`, `changes` and `divergence` import torch; `sides`, `diff`,
 `flows`, `flow_comparison` and `verify` import it only inside the functions that build configs;
-`results` and `formats` never do.
+`results`, `spellings` and `formats` never do.
 
 May import: the base modules, `generator.loading`, `generator.freshness` and `generator.building`.
 """

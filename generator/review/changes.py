@@ -36,6 +36,7 @@ from generator.review.equality import (
 )
 from generator.review.identity import CONSTRAINT_FIELDS, DTYPE_CONFIG_FIELDS, configs_by_key, dtype_config_key, same
 from generator.review.results import BackendDiff, DTypeConfigChange, FieldChange, PatternChange
+from generator.review.spellings import Spellings, power_of_two
 
 
 def diff_backend_configs(
@@ -54,6 +55,7 @@ def backend_diff(
     new: BackendConfig | None,
     names: dict[int, str] | None = None,
     locations: tuple[dict[str, str], dict[str, str]] = ({}, {}),
+    spellings: tuple[Spellings, Spellings] = (Spellings(), Spellings()),
 ) -> BackendDiff:
     """How ``new`` differs from ``old``; either may be None (a backend added or removed).
 
@@ -61,7 +63,9 @@ def backend_diff(
     (removed patterns by their old position, everything else by the new one).
     ``names`` maps id(dtype config) to its name: named dtype configs are matched
     by name, and one whose content changed is reported once, by field.
-    ``locations`` maps pattern labels to spec lines, on the old and the new side.
+    ``locations`` maps pattern labels to spec lines, on the old and the new side;
+    ``spellings`` are how each side's module spells its dtype configs' values and
+    names their constraints (a changed dtype config speaks the spec's words).
     """
     names = names or {}
     if old is None or new is None:
@@ -93,7 +97,7 @@ def backend_diff(
         entries.append((new_index, 3, PatternChange("moved", label, new_index, moved, location=where)))
     patterns = tuple(change for _, _, change in sorted(entries, key=lambda e: (e[0], e[1])))
     name = None if same(old.name, new.name) else FieldChange("name", repr(old.name), repr(new.name))
-    dtype_configs = _dtype_config_changes(old.configs, new.configs, names)
+    dtype_configs = _dtype_config_changes(old.configs, new.configs, names, spellings, locations[1])
     changed = bool(patterns or name or dtype_configs)
     return BackendDiff(backend, "changed" if changed else "same", name, dtype_configs, patterns)
 
@@ -150,15 +154,18 @@ def _dtype_config_list_changes(
 
 
 def _dtype_config_changes(
-    old: list[BackendPatternConfig], new: list[BackendPatternConfig], names: dict[int, str]
+    old: list[BackendPatternConfig], new: list[BackendPatternConfig], names: dict[int, str], spellings, where
 ) -> tuple[DTypeConfigChange, ...]:
-    """Named dtype configs used on both sides whose content differs, field by field."""
+    """Named dtype configs used on both sides whose content differs, field by field, with the patterns using them."""
     old_used, new_used = _used_names(old, names), _used_names(new, names)
     changes = []
     for name in sorted(old_used.keys() & new_used.keys()):
-        fields = tuple(dtype_config_fields(old_used[name], new_used[name]))
+        fields = tuple(dtype_config_fields(old_used[name], new_used[name], (name, name), spellings, where))
         if fields:
-            changes.append(DTypeConfigChange(name, fields))
+            users = tuple(
+                dict.fromkeys(pattern_label(c) for c in new for dc in c.dtype_configs if names.get(id(dc)) == name)
+            )
+            changes.append(DTypeConfigChange(name, fields, users))
     return tuple(changes)
 
 
@@ -166,19 +173,40 @@ def _used_names(configs: list[BackendPatternConfig], names: dict[int, str]) -> d
     return {names[id(dc)]: dc for c in configs for dc in c.dtype_configs if id(dc) in names}
 
 
-def dtype_config_fields(old: DTypeConfig, new: DTypeConfig) -> Iterator[FieldChange]:
-    """Each field in which `new` differs from `old`: a constraint of a side, or the bias dtype or dynamism."""
+def dtype_config_fields(
+    old: DTypeConfig,
+    new: DTypeConfig,
+    names: tuple[str, str] = ("", ""),
+    spellings: tuple[Spellings, Spellings] = (Spellings(), Spellings()),
+    where: dict[str, str] | None = None,
+) -> Iterator[FieldChange]:
+    """Each field in which `new` differs from `old`: a constraint of a side, or the bias dtype or dynamism.
+
+    Values are spelt as each side's module spells them (`2**-14`) where `spellings` know the dtype
+    config by its `names` there, and a constraint the module names is named (`_W_S8`). `where`: the
+    newer side's spec lines (`spec_locations`), which give each field its constraint's or dtype config's.
+    """
+    where = where or {}
+
+    def spelled(field: str, a, b, constraint: str = "") -> FieldChange:
+        before = spellings[0].value(names[0], field) or power_of_two(a) or short_name(a)
+        after = spellings[1].value(names[1], field) or power_of_two(b) or short_name(b)
+        side = field.partition(".")[0]
+        location = where.get(f"dtype config {names[1]}.{side}") or where.get(f"dtype config {names[1]}")
+        return FieldChange(field, before, after, constraint, location)
+
     for side in DTYPE_SIDES:
         before = getattr(old, f"{side}_with_constraints")
         after = getattr(new, f"{side}_with_constraints")
+        constraint = spellings[1].constraint(names[1], side) or spellings[0].constraint(names[0], side) or ""
         for field in CONSTRAINT_FIELDS:
             a, b = getattr(before, field), getattr(after, field)
             if repr(a) != repr(b):
-                yield _change(side if field == "dtype" else f"{side}.{field}", a, b)
+                yield spelled(side if field == "dtype" else f"{side}.{field}", a, b, constraint)
     for field in DTYPE_CONFIG_FIELDS:
         a, b = getattr(old, field), getattr(new, field)
         if repr(a) != repr(b):
-            yield _change(field, a, b)
+            yield spelled(field, a, b)
 
 
 def _dtype_config_name(dtype_config: DTypeConfig, names: dict[int, str]) -> str:

@@ -23,7 +23,7 @@ import types
 from collections.abc import Iterator
 from pathlib import Path
 
-from generator import process, project, user_code
+from generator import digests, process, project, user_code
 from generator.building.expansion import Declaration
 from generator.errors import GeneratedModuleError, ReferenceBuilderError
 from generator.model import Backend
@@ -38,6 +38,7 @@ from generator.review.sides import (
     side_backends,
     spec_locations,
 )
+from generator.review.spellings import Spellings
 
 # ---------------------------------------------------------------------------
 # Against a reference builder
@@ -91,13 +92,16 @@ def against_reference(ref: BuilderRef, module, ours, theirs, locations) -> Backe
     compared = split.reference  # the reference with ours where a declared dtype config change stands
     names = {**names, **_paired_names(compared, ours, names)}
     keys = {divergence.torch_key(d.key) for d in ref.declarations if not d.of_dtype_config}
-    drift = backend_diff(ref.label, divergence.without(compared, keys), divergence.without(ours, keys), names, where)
+    spelt = (Spellings(), _spelt(digests.lenient_text(Path(module.__file__))) if module.__file__ else Spellings())
+    drift = backend_diff(
+        ref.label, divergence.without(compared, keys), divergence.without(ours, keys), names, where, spelt
+    )
     # The reviewer's diff names every field the comparator checks; this is a safety net, not a format.
     shown = drift.patterns or drift.name or drift.dtype_configs
     stale = tuple(line.removeprefix(f"{ref.label}: ") for line in split.stale)  # lines() adds the label
     unexplained = stale + (() if shown else tuple(map(str, split.undeclared)))
     declared = tuple(
-        _declared_dtype_config(d, split.replaced[d]) if d.of_dtype_config
+        _declared_dtype_config(d, split.replaced[d], names, spelt) if d.of_dtype_config
         else _declared(d, theirs, ours, names, where, ref.label)
         for d in split.declared
     )  # fmt: skip
@@ -152,13 +156,14 @@ def _declared(declaration: Declaration, theirs, ours, names, where, label: str):
     return DeclaredChange(declaration.kind, str(declaration.pattern), declaration.reason, location, fields)
 
 
-def _declared_dtype_config(declaration: Declaration, replaced):
-    """A declared change of a dtype config, with the fields in which ours differ from the reference's."""
+def _declared_dtype_config(declaration: Declaration, replaced, names: dict[int, str], spelt):
+    """A declared change of a dtype config, with the fields in which ours differ from the reference's
+    (ours as our module spells them)."""
     from generator.review.changes import dtype_config_fields
 
     fields = {}
     for its, mine in replaced:
-        for change in dtype_config_fields(its, mine):
+        for change in dtype_config_fields(its, mine, ("", names.get(id(mine), "")), spelt):
             fields.setdefault(str(change), change)
     location = str(declaration.location) if declaration.location else None
     return DeclaredChange(declaration.kind, declaration.pattern, declaration.reason, location, tuple(fields.values()))
@@ -199,7 +204,7 @@ def against_revision(old: Side, new: Side, wanted: list[str]) -> Iterator:
         except Exception:  # the spec lines' errors come first, as when they were found first
             finding_old.result(), finding_new.result()
             raise
-        old_locations, new_locations = finding_old.result(), finding_new.result()
+        (old_locations, old_declared), (new_locations, new_declared) = finding_old.result(), finding_new.result()
     known = [(b.label, {b.label, b.name, b.module}) for b in [*before.values(), *after.values()]]
     known += [(label, {label, name, module}) for label, (name, module) in unchanged.items()]
     chosen = choose(wanted, known)
@@ -212,7 +217,35 @@ def against_revision(old: Side, new: Side, wanted: list[str]) -> Iterator:
         a, b = before.get(label), after.get(label)
         names = {**(a.names if a else {}), **(b.names if b else {})}
         where = (old_locations.get(label, {}), new_locations.get(label, {}))
-        yield backend_diff(label, a.config if a else None, b.config if b else None, names, where)
+        spelt = (_spellings(sources[0], a), _spellings(sources[1], b))
+        found = backend_diff(label, a.config if a else None, b.config if b else None, names, where, spelt)
+        declared = _declared_between(found, old_declared.get(label, ()), new_declared.get(label, ()))
+        yield dataclasses.replace(found, declared=declared) if declared else found
+
+
+def _declared_between(found: BackendDiff, old: tuple[Declaration, ...], new: tuple[Declaration, ...]):
+    """The differences the newer side declares that the older one does not in the same words, and those
+    declared of a pattern or dtype config the diff lists: each with its reason (the older side's, for a
+    backend the newer one removes)."""
+    if found.status == "removed":
+        new, old = old, ()
+    before = {(d.kind, d.pattern, d.reason) for d in old}
+    listed = {p.pattern: p.fields for p in found.patterns} | {d.name: d.fields for d in found.dtype_configs}
+    return tuple(
+        DeclaredChange(d.kind, d.pattern, d.reason, str(d.location) if d.location else None, listed.get(d.pattern, ()))
+        for d in new
+        if (d.kind, d.pattern, d.reason) not in before or d.pattern in listed
+    )
+
+
+@functools.cache
+def _spelt(source: str) -> Spellings:
+    return Spellings.of(source)
+
+
+def _spellings(sources: dict[str, str], backend) -> Spellings:
+    """How the side's module of the backend spells its dtype configs (once per module text)."""
+    return _spelt(sources[backend.module]) if backend is not None and backend.module in sources else Spellings()
 
 
 def _unchanged_backends(old: dict[str, str], new: dict[str, str]) -> dict[str, tuple[str, str]]:

@@ -3,7 +3,9 @@
 Every format lists every change: added and removed backends with all their
 patterns, dtype configs changed under the same name (once, by field), and each
 pattern's spec line where the expansion knows it. The JSON schema is documented
-in docs/reviewing.md ("JSON").
+in docs/reviewing.md ("JSON"). `github` prints one GitHub Actions workflow command per
+finding, at its spec line where known: a change between revisions is a notice; against a
+reference builder, undeclared drift is an error and a declared difference a notice.
 
 When the newer side's generated/ is not what its spec says, `stale` prints that
 instead, in the same format, so that a tool reading JSON never gets prose.
@@ -13,15 +15,22 @@ from __future__ import annotations
 
 import json
 
+from generator.annotations import workflow_command
 from generator.review.results import BackendDiff, FieldChange, PatternChange
 from generator.review.sides import WORKING_TREE
 
-FORMATS = ("text", "markdown", "json")
+FORMATS = ("text", "markdown", "json", "github")
 
 
-def render(fmt: str, results: list[BackendDiff], old: str, new: str, uncompared: list[str] = ()) -> str:
-    """`uncompared`: backends with no reference builder, named by `diff --against-torch`."""
-    return {"text": text, "markdown": markdown, "json": as_json}[fmt](results, old, new, list(uncompared))
+def render(
+    fmt: str, results: list[BackendDiff], old: str, new: str, uncompared: list[str] = (), drift: bool = False
+) -> str:
+    """`uncompared`: backends with no reference builder, named by `diff --against-torch`; `drift`: the changes
+    are a generated builder's undeclared differences from its reference (github: errors, not notices)."""
+    if fmt == "github":
+        return github(results, old, new, "error" if drift else "notice")
+    renderer = {"text": text, "markdown": markdown, "json": as_json}[fmt]
+    return renderer(results, old, new, list(uncompared))
 
 
 STATES = {"missing": "missing", "stale": "stale", "edited": "edited by hand"}
@@ -34,6 +43,13 @@ def stale(fmt: str, files: list, old: str, new: str, fix: str) -> str:
         listed = [{"file": f.file, "state": f.state, "reasons": list(f.reasons)} for f in files]
         document = {"old": old, "new": new, "different": True, "stale": listed, "fix": fix}
         return json.dumps(document, indent=1) + "\n"
+    if fmt == "github":
+        return "".join(
+            workflow_command("error", f"{f.file}: {_state(f)}; {where}: fix: {fix}", file=f.cause or f.file,
+                             title=f"diff: {f.file} {STATES[f.state]}")
+            + "\n"
+            for f in files
+        )
     if fmt == "markdown":
         lines = [f"## Backend config diff: `{old}` → `{new}`", "", f"**{where}**: not compared, regenerate first.", ""]
         lines += [f"- `{f.file}`: {_state(f)}" for f in files]
@@ -89,12 +105,26 @@ def markdown(results: list[BackendDiff], old: str, new: str, uncompared: list[st
         if result.name is not None:
             lines.append(f"- name: `{result.name.old}` → `{result.name.new}`")
         for dtype_config in result.dtype_configs:
-            lines.append(f"- dtype config `{dtype_config.name}`:")
-            lines += [f"  - {_markdown_field(f)}" for f in dtype_config.fields]
+            lines += _markdown_dtype_config(dtype_config)
         lines += [_markdown_pattern(change) for change in result.patterns]
         lines += [f"- {problem}" for problem in result.unexplained]
         lines.append("")
     return "\n".join(lines)
+
+
+def _markdown_dtype_config(change) -> list[str]:
+    """The dtype config's changed fields, then the patterns that use it (folded when there are many)."""
+    users = change.patterns
+    used = ", ".join(f"`{p}`" for p in users)
+    if len(users) <= FOLDED:
+        head = f"- dtype config `{change.name}`" + (f" (used by {used}):" if users else ":")
+        return [head, *(f"  - {_markdown_field(f)}" for f in change.fields)]
+    head = f"- dtype config `{change.name}` (used by {len(users)} patterns):"
+    folded = f"  - <details><summary>the {len(users)} patterns that use it</summary>{used}</details>"
+    return [head, *(f"  - {_markdown_field(f)}" for f in change.fields), folded]
+
+
+FOLDED = 8  # a dtype config used by more patterns lists them folded in Markdown
 
 
 def _markdown_declared(results: list[BackendDiff]) -> list[str]:
@@ -123,7 +153,8 @@ def _markdown_field(change: FieldChange) -> str:
         return f"dtype_configs: − `{change.old}`" if change.old else f"dtype_configs: + `{change.new}`"
     if change.field == "position":
         return f"moved from position {change.old} to {change.new}"
-    return f"{change.field}: `{change.old}` → `{change.new}`"
+    at = f" (`{change.location}`)" if change.location else ""
+    return f"{change.where}: `{change.old}` → `{change.new}`{at}"
 
 
 def as_json(results: list[BackendDiff], old: str, new: str, uncompared: list[str]) -> str:
@@ -149,7 +180,8 @@ def _backend_json(result: BackendDiff) -> dict:
         },
         "name": _field_json(result.name) if result.name else None,
         "dtype_configs": [
-            {"name": d.name, "fields": [_field_json(f) for f in d.fields]} for d in result.dtype_configs
+            {"name": d.name, "fields": [_field_json(f) for f in d.fields], "patterns": list(d.patterns)}
+            for d in result.dtype_configs
         ],
         "patterns": [
             {
@@ -177,8 +209,61 @@ def _backend_json(result: BackendDiff) -> dict:
 
 
 def _field_json(change: FieldChange) -> dict:
-    return {"field": change.field, "old": change.old or None, "new": change.new or None}
+    return {
+        "field": change.field,
+        "old": change.old or None,
+        "new": change.new or None,
+        "constraint": change.constraint or None,
+        "location": change.location,
+    }
 
 
 def _backends(count: int) -> str:
     return f"{count} backend{'' if count == 1 else 's'}"
+
+
+def github(results: list[BackendDiff], old: str, new: str, level: str) -> str:
+    """One workflow command per finding (generator/annotations.py) at its spec line, each change at `level`."""
+    commands = []
+
+    def say(level: str, message: str, location: str | None, backend: str) -> None:
+        file, line = _file_and_line(location)
+        commands.append(workflow_command(level, message, file=file, line=line, title=f"diff {old} -> {new}: {backend}"))
+
+    for result in results:
+        prefix = f"{result.backend}: "
+        if result.status in ("added", "removed"):
+            side = old if result.status == "added" else new
+            sign = "+" if result.status == "added" else "-"
+            say(level, f"{prefix}{sign} backend (not in {side}), {len(result.patterns)} patterns", None, result.backend)
+        if result.name is not None:
+            say(level, f"{prefix}name: {result.name.old} -> {result.name.new}", None, result.backend)
+        for dtype_config in result.dtype_configs:
+            used = f" (used by {', '.join(dtype_config.patterns)})" if dtype_config.patterns else ""
+            for field in dtype_config.fields:
+                say(level, f"{prefix}dtype config {dtype_config.name}: {field}{used}", field.location, result.backend)
+        for problem in result.unexplained:
+            say("error", f"{prefix}{problem}", None, result.backend)
+        for change in result.patterns:
+            for line in _pattern_lines(result, change):
+                say(level, line, change.location, result.backend)
+        for change in result.declared:
+            say("notice", f"{result.backend}: {change}", change.location, result.backend)
+    return "".join(command + "\n" for command in commands)
+
+
+def _pattern_lines(result: BackendDiff, change: PatternChange) -> list[str]:
+    prefix = f"{result.backend}: "
+    if change.change in ("added", "removed"):
+        sign = "+" if change.change == "added" else "-"
+        configs = f" ({', '.join(change.dtype_configs)})" if change.dtype_configs else ""
+        return [f"{prefix}{sign} pattern {change.pattern}{configs}"]
+    return [f"{prefix}{change.pattern}: {f}" for f in change.fields]
+
+
+def _file_and_line(location: str | None) -> tuple[str | None, int | None]:
+    """`spec/x.py:12` -> ("spec/x.py", 12)."""
+    if not location:
+        return None, None
+    file, _, line = location.rpartition(":")
+    return (file, int(line)) if file and line.isdigit() else (location, None)

@@ -18,6 +18,13 @@ class FieldChange:
     field: str
     old: str
     new: str
+    constraint: str = ""  # the spec's name of the constraint the field belongs to (`_W_S8`), if it has one
+    location: str | None = None  # a dtype config's field: the spec line of its constraint or dtype config
+
+    @property
+    def where(self) -> str:
+        """The field, with its constraint's name: `weight_dtype.scale_min_lower_bound (_W_S8)`."""
+        return f"{self.field} ({self.constraint})" if self.constraint else self.field
 
     def __str__(self) -> str:
         if self.field == "dtype_configs":  # a list entry that came or went
@@ -26,7 +33,7 @@ class FieldChange:
             return f"moved from position {self.old} to {self.new}"
         if self.field == "attributes":  # an attribute torch added: only the finding is known
             return f"attributes: {self.new}"
-        return f"{self.field}: {self.old} -> {self.new}"
+        return f"{self.where}: {self.old} -> {self.new}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,10 +50,11 @@ class PatternChange:
 
 @dataclasses.dataclass(frozen=True)
 class DTypeConfigChange:
-    """A dtype config whose content changed under the same name."""
+    """A dtype config whose content changed under the same name, and the patterns that use it."""
 
     name: str
     fields: tuple[FieldChange, ...]
+    patterns: tuple[str, ...] = ()  # as the newer side registers them
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,7 +104,13 @@ class BackendDiff:
         if self.name is not None:
             lines.append(f"{prefix}name: {self.name.old} -> {self.name.new}")
         for dtype_config in self.dtype_configs:
-            lines += [f"{prefix}dtype config {dtype_config.name}: {f}" for f in dtype_config.fields]
+            lines += [
+                f"{prefix}dtype config {dtype_config.name}: {f}" + (f"  ({f.location})" if f.location else "")
+                for f in dtype_config.fields
+            ]
+            if dtype_config.patterns:
+                used = f"used by {_count(dtype_config.patterns)}: {', '.join(dtype_config.patterns)}"
+                lines.append(f"{prefix}dtype config {dtype_config.name}: {used}")
         for change in self.patterns:
             at = f"  ({change.location})" if change.location else ""
             if change.change in ("added", "removed"):
@@ -106,3 +120,7 @@ class BackendDiff:
                 lines += [f"{prefix}{change.pattern}: {f}{at}" for f in change.fields]
         lines += [f"{prefix}{problem}" for problem in self.unexplained]
         return lines
+
+
+def _count(patterns) -> str:
+    return f"{len(patterns)} pattern{'' if len(patterns) == 1 else 's'}"

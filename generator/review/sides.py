@@ -16,6 +16,7 @@ the revision's manifest and files, without executing its spec.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import io
 import re
@@ -137,7 +138,13 @@ def _why_no_revision(side: Side) -> str:
         _git(side.root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
     except GitError:
         return f"the git repository at {side.root} has no commit yet, so there is no {side.revision}; commit first"
-    return f"{side.revision} is not a revision of the git repository at {side.root}"
+    message = f"{side.revision} is not a revision of the git repository at {side.root}"
+    try:
+        refs = _git(side.root, "for-each-ref", "--format=%(refname:short)", "refs/heads", "refs/tags", "refs/remotes")
+    except GitError:
+        return message
+    close = difflib.get_close_matches(side.revision, sorted(set(refs.split())), n=3)
+    return message + (f"; did you mean {' or '.join(close)}?" if close else "")
 
 
 def _git(root: Path, *args: str) -> str:
@@ -167,8 +174,13 @@ def _git_blobs(root: Path, objects: list[str]) -> list[str]:
 
 
 def locations_of(side: Side, wanted: bool) -> process.Forked:
-    """The side's spec lines (`_side_locations`), found in a child process; none when not `wanted`."""
-    return process.Forked(_side_locations, side) if wanted else process.Forked(dict, fork=False)
+    """The side's spec lines and declared differences (`_side_locations`), found in a child process; none when
+    not `wanted`."""
+    return process.Forked(_side_locations, side) if wanted else process.Forked(_nothing_known, fork=False)
+
+
+def _nothing_known() -> tuple[dict, dict]:
+    return {}, {}
 
 
 def side_backends(side: Side, sources: dict[str, str], skipped: set[str]) -> dict[str, SideBackend]:
@@ -234,15 +246,21 @@ def given_labels(module: types.ModuleType) -> dict[str, str]:
     return {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
 
 
-def _side_locations(side: Side) -> dict[str, dict[str, str]]:
+def _side_locations(side: Side) -> tuple[dict[str, dict[str, str]], dict[str, tuple[Declaration, ...]]]:
+    """(spec lines, {label: the differences its spec declares from its reference builder}) of the side."""
     if side.revision is None:  # the working tree: its unchanged spec files' loads are in the model cache
-        return spec_locations(side.root, reuse=True)
+        return _located(spec_modules(side.root, reuse=True))
     with tempfile.TemporaryDirectory(prefix="generator-review-") as folder:
         if not _extract(side, Path(folder), _top_level(side.root, "specs")):
-            return {}  # the revision has no spec/: its patterns keep no spec lines
+            return {}, {}  # the revision has no spec/: its patterns keep no spec lines
         # A revision's spec file that reads what a kept load read (most of them, after a one-file edit)
         # is not executed again either.
-        return spec_locations(Path(folder), reuse=True, cache_of=side.root)
+        return _located(spec_modules(Path(folder), reuse=True, cache_of=side.root))
+
+
+def _located(modules) -> tuple[dict[str, dict[str, str]], dict[str, tuple[Declaration, ...]]]:
+    declared = {e.backend.label: e.declarations for m in modules or () for e in m.backends if e.declarations}
+    return _locations(modules or []), declared
 
 
 def _extract(side: Side, folder: Path, paths: tuple[str, ...]) -> bool:
@@ -359,10 +377,13 @@ def choose(wanted: list[str], known: list[tuple[str, set[str]]]) -> set[str]:
     """The labels that the wanted names select (all when none is wanted); each name may be any of a backend's."""
     if not wanted:
         return {label for label, _ in known}
-    unknown = set(wanted) - {name for _, names in known for name in names}
+    every = {name for _, names in known for name in names}
+    unknown = sorted(set(wanted) - every)
     if unknown:
         choices = ", ".join(sorted({label for label, _ in known}))
-        raise UnknownBackendError(f"unknown backend(s) {', '.join(sorted(unknown))}; choose from {choices}")
+        close = [match for name in unknown for match in difflib.get_close_matches(name, sorted(every), n=1)]
+        hint = f"did you mean {', '.join(dict.fromkeys(close))}? " if close else ""
+        raise UnknownBackendError(f"unknown backend(s) {', '.join(unknown)}; {hint}choose from {choices}")
     labels = {label for label, _ in known}
     # A backend's label names it alone, though other backends' BackendConfigs may have that name too.
     chosen = set(wanted) & labels
@@ -450,6 +471,7 @@ class StaleFile:
     file: str
     state: str
     reasons: tuple[str, ...] = ()
+    cause: str | None = None  # the project file (a spec file) whose change makes it stale, where one did
 
 
 def stale_files(side: Side) -> list[StaleFile]:
@@ -489,8 +511,23 @@ def _stale_in(root: Path, recorded: manifest.Manifest | None, revision: str | No
             fix = "fix: python -m generator regenerate"
             raise NothingToCompareError(f"nothing to compare: {target.relative} is missing; {fix}")
         if status.state != "fresh":
-            found.append(StaleFile(target.relative, status.state, status.reasons))
+            cause = stale_cause(target, recorded) if status.state == "stale" else None
+            found.append(StaleFile(target.relative, status.state, status.reasons, cause))
     return found
+
+
+def stale_cause(target: planning.Target, recorded: manifest.Manifest | None) -> str | None:
+    """The first project file (a spec file, a helper module, a template) whose change makes the target stale."""
+    entry = recorded.outputs.get(target.relative) if recorded is not None else None
+    if entry is None:
+        return None
+    before, now = recorded.made_from(entry), dict(target.made_from)
+    for name in sorted(before.keys() | now.keys()):
+        project_file = not name.startswith(("generator/", "../", digests.ENVIRONMENT))
+        if project_file and name not in digests.VERSIONED_PACKAGES and before.get(name) != now.get(name):
+            if (target.root / name).is_file():
+                return name
+    return None
 
 
 def _as_committed(root: Path, target: planning.Target, recorded: manifest.Manifest | None) -> tuple:
@@ -521,30 +558,57 @@ def spec_locations(
     A spec the current generator cannot load (an old revision's) gives none: the
     diff then names patterns without their spec lines.
     """
+    return _locations(spec_modules(root, loaded, reuse, cache_of) or [])
+
+
+def spec_modules(root: Path, loaded: list[ModuleSpec] | None = None, reuse: bool = False, cache_of: Path | None = None):
+    """The spec under `root` expanded (`loaded`, if given), as `spec_locations` reads it; None if it fails."""
     from generator.building import naming
     from generator.building.expansion import check_dtype_config_declarations, expand_module
-    from generator.spelling import python_source
 
     try:
         if loaded is None:
             from generator.building import pipeline
 
-            modules = pipeline.load(root, validate=False, reuse=reuse, cache_of=cache_of)
-        else:  # what pipeline.load does after loading (without importing Jinja2 and black)
-            modules = [expand_module(m, root) for m in loaded]
-            check_dtype_config_declarations(modules)
-            naming.check_module_names(root, modules)
+            return pipeline.load(root, validate=False, reuse=reuse, cache_of=cache_of)
+        modules = [expand_module(m, root) for m in loaded]  # what pipeline.load does after loading (no Jinja2, black)
+        check_dtype_config_declarations(modules)
+        naming.check_module_names(root, modules)
+        return modules
     except GeneratorError:
-        return {}
+        return None
+
+
+def _locations(modules) -> dict[str, dict[str, str]]:
+    from generator.spelling import python_source
+
     return {
         expanded.backend.label: {
-            python_source(c.pattern if c.pattern is not None else c.key): str(_origin(c))
-            for c in expanded.backend.configs
-            if _origin(c) is not None
+            **_dtype_config_lines(module),
+            **{
+                python_source(c.pattern if c.pattern is not None else c.key): str(_origin(c))
+                for c in expanded.backend.configs
+                if _origin(c) is not None
+            },
         }
         for module in modules
         for expanded in module.backends
     }
+
+
+def _dtype_config_lines(module) -> dict[str, str]:
+    """`dtype config NAME` and `dtype config NAME.SIDE` (a constrained side): their spec lines."""
+    from generator.model import DTYPE_SIDES, DTypeWithConstraints
+
+    lines = {}
+    for dtype_config in module.dtype_configs:
+        if dtype_config.location is not None:
+            lines[f"dtype config {dtype_config.name}"] = str(dtype_config.location)
+        for side in DTYPE_SIDES:
+            constraint = getattr(dtype_config, side)
+            if isinstance(constraint, DTypeWithConstraints) and constraint.location is not None:
+                lines[f"dtype config {dtype_config.name}.{side}"] = str(constraint.location)
+    return lines
 
 
 def _origin(config) -> SourceLocation | None:
