@@ -16,13 +16,14 @@ import re
 import sys
 import types
 
-from generator import model
+from generator import dsl, model
 from generator.errors import UnspellableBoundError
 from generator.importer.number_spellings import NumberSpellings, name_text
 from generator.importer.object_paths import object_path
 
 # A dtype-config list used by at least this many patterns gets a name of its own.
 SHARED_LIST_MIN_USES = 2
+_DSL_NAMES = set(dsl.__all__)  # a local name the spec's own words take is not a constant's
 # torch dtypes with two names: the spec spells each as the builder's source mostly does.
 DTYPE_ALIASES = {
     "torch.float32": "torch.float",
@@ -42,13 +43,16 @@ class GlobalNames:
         self.modules = modules or []
 
     @classmethod
-    def of(cls, module) -> GlobalNames:
+    def of(cls, module, local_names=()) -> GlobalNames:
+        """The names of `module` and of the modules it imports from, then the builder's `local_names` (a global
+        name its author gave an object comes first)."""
         modules = [module]
         for value in vars(module).values():
             source = value if isinstance(value, types.ModuleType) else sys.modules.get(getattr(value, "__module__", ""))
             if isinstance(source, types.ModuleType) and source not in modules and _is_plain_module(source):
                 modules.append(source)
         bindings = [(n, v) for m in modules for n, v in vars(m).items() if not n.startswith("__")]
+        bindings += [(n, v) for n, v in local_names if n.isidentifier() and n not in _DSL_NAMES]
         return cls(bindings, modules)
 
     def dtype_spellings(self) -> dict[str, str]:

@@ -24,6 +24,7 @@ import pkgutil
 import re
 import sys
 import types
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,7 +131,7 @@ def load_builder(target: str, root: Path):
     before = module_globals()
     with user_code.running(BuilderCallError, f"{target}()", root):
         try:
-            backend_config = builder()
+            backend_config, local_names = _called_keeping_its_locals(builder)
         except Exception as error:
             advice = _what_to_do(error, builder, split_target(target)[1], root)
             raise BuilderCallError(f"{target}() raised {type(error).__name__}: {error}{advice}") from None
@@ -143,7 +144,32 @@ def load_builder(target: str, root: Path):
             f"{target}() returned a {type(backend_config).__name__}, a subclass of BackendConfig that may answer "
             "otherwise than torch's; a spec builds torch's own class: return a BackendConfig"
         )
+    BUILDER_LOCALS[backend_config] = local_names
     return builder, module, backend_config, before
+
+
+# A BackendConfig load_builder returned -> the builder's local variables when it returned ((name, value), in
+# the order it bound them): the names its author gave the dtype configs it made there (`weighted_int8 = ...`).
+BUILDER_LOCALS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _called_keeping_its_locals(builder):
+    """(what builder() returns, the local variables of the function it runs as that returns). Only the frame
+    called from here is read (a partial's or a method's function too), not the helpers it calls."""
+    here = sys._getframe()
+    found: list[tuple[str, object]] = []
+    previous = sys.getprofile()
+
+    def profile(frame, event, argument):
+        if event == "return" and frame.f_back is here and not found:
+            found.extend((n, v) for n, v in frame.f_locals.items() if not n.startswith("__"))
+
+    sys.setprofile(profile)
+    try:
+        result = builder()
+    finally:
+        sys.setprofile(previous)
+    return result, found
 
 
 def _close_module(error: Exception, module_name: str, root: Path) -> str:
@@ -169,7 +195,10 @@ def _close_function(module, function_name: str) -> str:
 
 def _what_to_do(error: Exception, builder, function_name: str, root: Path) -> str:
     """Where the builder raised and what to do: import calls it with no arguments from the project root."""
-    if error.__traceback__ is not None and error.__traceback__.tb_next is None:  # the call itself: its arguments
+    traceback = error.__traceback__
+    while traceback is not None and traceback.tb_frame.f_code.co_filename == __file__:
+        traceback = traceback.tb_next  # import's own frames (load_builder, _called_keeping_its_locals)
+    if error.__traceback__ is not None and traceback is None:  # the call itself: its arguments
         return (
             f"; import calls {function_name}() with no arguments: define a function that calls it with them at "
             f"module level of {home_of(builder)}, and import that"
@@ -203,7 +232,8 @@ def default_name(function_name: str) -> str:
 def read_backend_config(name: str, target: str, builder, module, backend_config, templates: Templates) -> ImportedSpec:
     for config in backend_config.configs:
         _refuse_values_torch_cannot_use(config, _describe(config))
-    dtypes = DTypeNamer(GlobalNames.of(module), used_dtype_configs(backend_config))
+    names = GlobalNames.of(module, BUILDER_LOCALS.get(backend_config, ()))
+    dtypes = DTypeNamer(names, used_dtype_configs(backend_config))
     callables = CallableNamer(templates)
     configs = tuple(_pattern_config(c, dtypes, callables) for c in backend_config.configs)
     # The builder is named as the target names it, whatever it is (a function, a partial,

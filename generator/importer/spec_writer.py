@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from generator import dsl, model
 from generator.importer.compaction import GroupCall
-from generator.importer.op_lists import Loop, LoopVariable
+from generator.importer.op_lists import Loop, LoopVariable, Numbered
 from generator.importer.reading import ImportedSpec
 from generator.spelling import bound_source
 
@@ -46,6 +46,8 @@ class _Writer:
     def value(self, value) -> str:
         if isinstance(value, LoopVariable):
             return value.name
+        if isinstance(value, Numbered):
+            return self.numbered(value)
         if isinstance(value, model.TorchRef):
             return self.ref(value)
         if isinstance(value, (model.DTypeConfig, model.DTypeWithConstraints)):
@@ -58,6 +60,13 @@ class _Writer:
             items = [self.value(v) for v in value]
             return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
         return repr(value)
+
+    def numbered(self, value: Numbered) -> str:
+        """`nn[f"Conv{d}d"]` for a torch name numbered by the loop's variable, `f"conv{d}d"` for a string."""
+        if not value.is_ref:
+            return "f" + repr(value.template.replace("{d}", "{" + value.variable.name + "}"))
+        module, _, last = value.template.rpartition(".")
+        return f"{self.ref(model.TorchRef(module))}[f{last.replace('{d}', '{' + value.variable.name + '}')!r}]"
 
     def function(self, function: model.FunctionDef) -> str:
         params = dict(function.params)
