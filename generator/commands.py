@@ -390,7 +390,7 @@ def cmd_import(args, console) -> int:
             shown.step("checking the spec regenerates")
             spec = _with_a_free_label(root, path, spec)
             dependencies.refuse_rebound(spec.backend, globals_before, args.target)
-            text = spec_writer.spec_source(spec)
+            text = spec_writer.spec_source(spec, spec_writer.line_length(root))
             validation.refuse_unless_proven_equal(root, path, text, spec.backend, backend_config, args.target)
     if unchanged:
         console.say(f"{'unchanged':9} {path.relative_to(root)}: it already builds exactly what {args.target} returns")

@@ -189,7 +189,7 @@ def _value(node):
         return _OPERATORS[type(node.op)](_value(node.operand))
     if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
         left, right = _value(node.left), _value(node.right)
-        if isinstance(node.op, ast.Pow) and (abs(right) > 64 or _bits(left) * abs(right) > _MAX_BITS):
+        if isinstance(node.op, ast.Pow) and (abs(right) > _MAX_BITS or _bits(left) * abs(right) > _MAX_BITS):
             raise ValueError("exponent too large")  # a spelling, not a computation
         result = _OPERATORS[type(node.op)](left, right)
         if _bits(result) > _MAX_BITS:

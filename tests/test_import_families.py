@@ -9,10 +9,7 @@ the builder's own local names for its constants; and the generated module equals
 """
 
 import importlib.util
-import os
 import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,28 +18,18 @@ import pytest
 from generator import model
 from generator.importer import sections
 from generator.review.equality import compare_backend_configs
+from tests.support import init_projects
 
 PACKAGE = Path(__file__).parent / "support" / "inhouse" / "orbit_dsp"
 TARGET = "orbit_dsp.helpers:get_orbit_dsp_backend_config"
 
 
-def generator(project: Path, site: Path, *args: str) -> subprocess.CompletedProcess:
-    """`python -m generator ARGS` in a fresh interpreter in the project, the builder's package installed (on
-    PYTHONPATH, as a site folder outside the project is)."""
-    env = dict(os.environ, PYTHONPATH=str(site))
-    return subprocess.run([sys.executable, "-m", "generator", *args], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
-
-
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory):
     """(project, site): a project `init` started, the orbit_dsp package imported into it and regenerated."""
-    base = tmp_path_factory.mktemp("families")
-    site, project = base / "site", base / "project"
-    shutil.copytree(PACKAGE, site / "orbit_dsp", ignore=shutil.ignore_patterns("__pycache__"))
-    project.mkdir()
-    for args in (("init",), ("import", TARGET, "--name", "orbit"), ("regenerate",)):
-        done = generator(project, site, *args)
+    project, site = init_projects.started(tmp_path_factory.mktemp("families"), PACKAGE)
+    for args in (("import", TARGET, "--name", "orbit"), ("regenerate",)):
+        done = init_projects.generator(project, site, *args)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "Traceback" not in done.stderr
     return project, site

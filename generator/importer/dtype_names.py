@@ -192,6 +192,8 @@ class DTypeNamer:
             spellings = self.numbers.spellings(bounds)
             found = self.names.by_identity(constraints) or self.names.by_content(constraints, _constraint_key)
             derived = f"{_short(dtype)}_{_bounds_text(bounds, dict(spellings))}"
+            if derived in self.taken:  # another constraint with bounds of the same text: 0 and 0.0, -0.0
+                derived = f"{_short(dtype)}_{_bounds_text(bounds, dict(spellings), exact=True)}"
             name = self._unique(found if found and found not in self.taken else derived)
             self.constraints[key] = model.DTypeWithConstraints(name, dtype, **bounds, spellings=spellings)
         return self.constraints[key]
@@ -237,13 +239,13 @@ def _plain(dtype) -> str | None:
     return None if dtype is None else _short(dtype)
 
 
-def _bound_slots(constraints, spellings: dict[str, str]) -> dict[str, str]:
+def _bound_slots(constraints, spellings: dict[str, str], exact: bool = False) -> dict[str, str]:
     """Slot -> text of the bounds a constraint sets: the quantization range (`0_to_127`, `min_0`),
     `scale_min_2_neg_12`, `scale_max_...`, a fixed `scale_1_over_256` and `zero_point_0`."""
     bounds = constraints if isinstance(constraints, dict) else constraints.bounds if constraints is not None else {}
 
     def text(bound):
-        return name_text(bounds[bound], spellings.get(bound))
+        return name_text(bounds[bound], spellings.get(bound), exact)
 
     slots = {}
     low, high = "quant_min_lower_bound" in bounds, "quant_max_upper_bound" in bounds
@@ -269,14 +271,14 @@ _BOUND_PREFIXES = {
 }
 
 
-def _bounds_text(bounds: dict, spellings: dict[str, str]) -> str:
-    return "_".join(_bound_slots(bounds, spellings).values())
+def _bounds_text(bounds: dict, spellings: dict[str, str], exact: bool = False) -> str:
+    return "_".join(_bound_slots(bounds, spellings, exact).values())
 
 
-def _side_slots(dtype) -> dict[str, str]:
+def _side_slots(dtype, exact: bool = False) -> dict[str, str]:
     if not isinstance(dtype, model.DTypeWithConstraints):
         return {}
-    return _bound_slots(dtype, dict(dtype.spellings))
+    return _bound_slots(dtype, dict(dtype.spellings), exact)
 
 
 def _base_name(config: model.DTypeConfig) -> str:
@@ -295,14 +297,20 @@ def _dtypes_config_name(sides: dict, bias, is_dynamic) -> str:
 
 
 def _qualified(base: str, config: model.DTypeConfig, group: list[model.DTypeConfig]) -> str:
-    """The base name plus, per side, the bounds in which the group's dtype configs differ (that this one sets)."""
+    """The base name plus, per side, the bounds in which the group's dtype configs differ (that this one sets);
+    exact texts (`0p0`, `neg_0p0`) where the short ones do not tell the group apart."""
+    exact = len({_qualified_by(base, c, group, False) for c in group}) < len(group)
+    return _qualified_by(base, config, group, exact)
+
+
+def _qualified_by(base: str, config: model.DTypeConfig, group: list[model.DTypeConfig], exact: bool) -> str:
     parts = [base]
     texts = {}
     for side in _SIDES:
-        slots = [_side_slots(getattr(c, side)) for c in group]
+        slots = [_side_slots(getattr(c, side), exact) for c in group]
         every = dict.fromkeys(slot for found in slots for slot in found)
         differing = [slot for slot in every if len({found.get(slot) for found in slots}) > 1]
-        own = _side_slots(getattr(config, side))
+        own = _side_slots(getattr(config, side), exact)
         texts[side] = "_".join(own[slot] for slot in differing if slot in own)
     if texts["input_dtype"] and texts["input_dtype"] == texts["output_dtype"]:
         parts.append(f"input_output_{texts.pop('input_dtype')}")

@@ -162,14 +162,54 @@ def _called_keeping_its_locals(builder):
 
     def profile(frame, event, argument):
         if event == "return" and frame.f_back is here and not found:
-            found.extend((n, v) for n, v in frame.f_locals.items() if not n.startswith("__"))
+            found.append((frame.f_code, dict(frame.f_locals)))
 
     sys.setprofile(profile)
     try:
         result = builder()
     finally:
         sys.setprofile(previous)
-    return result, found
+    if not found:
+        return result, []
+    code, local_values = found[0]
+    names = _names_bound_once(code)
+    return result, [(n, v) for n, v in local_values.items() if n in names]
+
+
+def _names_bound_once(code) -> set[str]:
+    """The local names the function's own statements bind once, outside loops: a name a loop rebinds holds
+    only its last value, which would name one of several constants for all of them."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
+    except (OSError, TypeError, SyntaxError, ValueError):  # no source: no names taken from it
+        return set()
+    function = tree.body[0] if tree.body and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    if function is None:
+        return set()
+    counts: dict[str, int] = {}
+    looped: set[str] = set()
+
+    def visit(statements, in_loop: bool) -> None:
+        for statement in statements:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            loop = in_loop or isinstance(statement, (ast.For, ast.AsyncFor, ast.While))
+            if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        counts[target.id] = counts.get(target.id, 0) + 1
+                        if loop:
+                            looped.add(target.id)
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                visit(getattr(statement, field, []) or [], loop)
+
+    visit(function.body, False)
+    return {name for name, count in counts.items() if count == 1 and name not in looped}
 
 
 def _close_module(error: Exception, module_name: str, root: Path) -> str:
