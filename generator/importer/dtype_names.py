@@ -182,10 +182,11 @@ class DTypeNamer:
         if not bounds:
             return dtype
         for field, bound in bounds.items():
-            if isinstance(bound, bool) or not isinstance(bound, int | float) or not _finite(bound):
+            if isinstance(bound, bool) or not isinstance(bound, int | float) or math.isnan(bound):
                 raise UnspellableBoundError(
                     f"a DTypeWithConstraints of {_short(dtype)} has {field}={bound!r}, which a spec cannot write: "
-                    "a bound is a finite int or float; change what the builder returns"
+                    "a bound is an int or a float that equals itself (nan does not, so no comparison can prove it); "
+                    "change what the builder returns"
                 )
         key = _constraint_key(constraints)
         if key not in self.constraints:
@@ -220,10 +221,6 @@ def used_dtype_configs(backend_config) -> list:
         if isinstance(config.dtype_configs, (list, tuple)):
             found += config.dtype_configs
     return found
-
-
-def _finite(number: int | float) -> bool:
-    return isinstance(number, int) or math.isfinite(number)
 
 
 def _short(dtype) -> str:

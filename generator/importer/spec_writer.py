@@ -11,13 +11,14 @@ Names the DSL has no alias for (a backend's own modules or fuser methods) are wr
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from generator import dsl, model, project
 from generator.importer.compaction import GroupCall
 from generator.importer.op_lists import Loop, LoopVariable, Numbered
 from generator.importer.reading import ImportedSpec
-from generator.spelling import bound_source
+from generator.spelling import bound_source, infinity_source
 
 # Dotted path -> DSL name, for the lazy names the DSL exports (nn, F, fusers, MatchAllNode, ...).
 DSL_ALIASES = {
@@ -62,7 +63,7 @@ class _Writer:
         if isinstance(value, tuple):
             items = [self.value(v) for v in value]
             return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
-        return repr(value)
+        return infinity_source(value) if isinstance(value, float) and math.isinf(value) else repr(value)
 
     def numbered(self, value: Numbered) -> str:
         """`nn[f"Conv{d}d"]` for a torch name numbered by the loop's variable, `f"conv{d}d"` for a string."""
