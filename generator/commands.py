@@ -394,11 +394,15 @@ def cmd_import(args, console) -> int:
             validation.refuse_unless_proven_equal(root, path, text, spec.backend, backend_config, args.target)
     if unchanged:
         console.say(f"{'unchanged':9} {path.relative_to(root)}: it already builds exactly what {args.target} returns")
+        for line in reading.order_notes(backend_config):
+            console.say(line)
         console.say(f"next: {FIX_COMMAND}")
         return OK
     files.write_if_changed(path, text)
     count = len(spec.backend.configs)
     console.say(f"{'written':9} {path.relative_to(root)}: {count} pattern{'' if count == 1 else 's'}", "green")
+    for line in reading.order_notes(backend_config):
+        console.say(line)
     for line in dependencies.report(spec.backend):
         console.say(line)
     console.say(f"next: {FIX_COMMAND}")

@@ -35,6 +35,7 @@ from generator.errors import (
     NotABackendConfigError,
     UnusablePatternConfigError,
 )
+from generator.importer import pattern_order
 from generator.importer.callable_names import CallableNamer
 from generator.importer.dtype_names import DTypeNamer, GlobalNames, shared_lists, used_dtype_configs
 from generator.importer.object_paths import home_of, path_ref
@@ -145,7 +146,19 @@ def load_builder(target: str, root: Path):
             "otherwise than torch's; a spec builds torch's own class: return a BackendConfig"
         )
     BUILDER_LOCALS[backend_config] = local_names
+    unstable = pattern_order.iterated_sets(module, local_names)
+    ORDER_NOTES[backend_config] = pattern_order.fix_order(backend_config, unstable) if unstable else None
     return builder, module, backend_config, before
+
+
+def order_notes(backend_config) -> list[str]:
+    """What import says once of a builder whose pattern order varies between runs (`pattern_order`)."""
+    note = ORDER_NOTES.get(backend_config)
+    return [note] if note else []
+
+
+# A BackendConfig load_builder returned -> the note on the order the spec fixes, if its builder's varies.
+ORDER_NOTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 # A BackendConfig load_builder returned -> the builder's local variables when it returned ((name, value), in

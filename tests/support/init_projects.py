@@ -8,10 +8,12 @@ import sys
 from pathlib import Path
 
 
-def generator(project: Path, site: Path, *args: str) -> subprocess.CompletedProcess:
+def generator(project: Path, site: Path, *args: str, seed: str | None = None) -> subprocess.CompletedProcess:
     """`python -m generator ARGS` in a fresh interpreter in the project, the builder's package installed (on
-    PYTHONPATH, as a site folder outside the project is)."""
+    PYTHONPATH, as a site folder outside the project is); `seed`: its PYTHONHASHSEED."""
     env = dict(os.environ, PYTHONPATH=str(site))
+    if seed is not None:
+        env["PYTHONHASHSEED"] = seed
     return subprocess.run([sys.executable, "-m", "generator", *args], cwd=project, env=env,
                           capture_output=True, text=True, timeout=300)  # fmt: skip
 
