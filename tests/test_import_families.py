@@ -66,6 +66,16 @@ def test_the_generated_builder_equals_the_in_house_builder(imported, monkeypatch
     assert [c.pattern for c in ours.configs] == [c.pattern for c in theirs.configs]
 
 
+def test_the_spec_is_no_longer_than_the_builder_it_replaces(imported):
+    spec = spec_text(imported).splitlines()
+    builder = (PACKAGE / "helpers.py").read_text().splitlines()
+    assert len(spec) <= len(builder), (len(spec), len(builder))
+    code = [line for line in spec if line.strip()]
+    assert len(code) <= len([line for line in builder if line.strip()])
+    # dtype-config lists of one short name are written out, as the builder writes them
+    assert "[weighted_int8]" in spec_text(imported) and "_dtype_configs = [" not in spec_text(imported)
+
+
 def test_the_conv_helper_called_per_dimension_is_one_loop_over_its_numbers(imported):
     spec = spec_text(imported)
     assert spec.count("for d in (1, 2)") == 1, spec

@@ -332,7 +332,8 @@ def _derived_config_name(sides: dict, bias, is_dynamic, named) -> str:
 
 def shared_lists(uses: list[tuple[str, ...]], taken: set[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """A name for each dtype-config list (by member names) used at least SHARED_LIST_MIN_USES
-    times, none of them in `taken` or a member's name."""
+    times, none of them in `taken` or a member's name; a list of one dtype config only where its name is no
+    longer than the list written out (`fbgemm_default_op_quint8_dtype_configs`, not `int8_dtype_configs`)."""
     counts: dict[tuple[str, ...], int] = {}
     for members in uses:
         counts[members] = counts.get(members, 0) + 1
@@ -340,6 +341,8 @@ def shared_lists(uses: list[tuple[str, ...]], taken: set[str]) -> tuple[tuple[st
     for members, count in counts.items():
         if count >= SHARED_LIST_MIN_USES and len(members) > 0:
             name = _list_name(members)
+            if len(members) == 1 and len(name) > len(members[0]) + 2:
+                continue  # `[int8]` reads as well as a name, and is shorter than `int8_dtype_configs`
             while name in taken:
                 name += "_"
             taken.add(name)
