@@ -58,16 +58,16 @@ CORPUS = [
                "local to get_matchallnode_backend_config()")),
     # pytorch/pytorch test_backend_config.py: its fuser, _sequential_wrapper2(nni.LinearReLU) kept as a class
     # attribute, read through self: a method bound to the test's instance, which nothing can import.
-    Case("torch_test_bound", "pytorch_backend_config_test:get_test_backend_config", REFUSED,
+    Case("torch_test_bound", "pytorch_test_backend_config:get_test_backend_config", REFUSED,
          says=("fuser_method _sequential_wrapper2(torch.ao.nn.intrinsic.LinearReLU): it is bound as a method of "
                "the TestBackendConfig object", "register the function itself, read from the class "
                "(TestBackendConfig._fuser_method)")),
     # The same attribute read from the class: torch's closure itself, `sequential(nni.LinearReLU)`.
-    Case("torch_test_class", "pytorch_backend_config_test:get_test_class_attribute_backend_config", IMPORTS),
+    Case("torch_test_class", "pytorch_test_backend_config:get_test_class_attribute_backend_config", IMPORTS),
     # A getter defined inside a test method that returns the BackendConfig: local to a method, not a factory's.
-    Case("torch_test_local", "pytorch_backend_config_test:get_test_local_getter_backend_config", REFUSED,
+    Case("torch_test_local", "pytorch_test_backend_config:get_test_local_getter_backend_config", REFUSED,
          says=("it is local to TestBackendConfig.test_backend_config_with_local_getter(), which does not return "
-               "it; define it at module level of tests.support.wild.pytorch_backend_config_test",),
+               "it; define it at module level of tests.support.wild.pytorch_test_backend_config",),
          never=("factory",)),
 ]
 

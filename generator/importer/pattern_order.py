@@ -18,9 +18,10 @@ module (or the builder, as it returned) binds to a set.
 from __future__ import annotations
 
 import ast
-import inspect
 import os
+import types
 from dataclasses import dataclass
+from pathlib import Path
 
 from generator.importer.object_paths import object_path
 
@@ -36,9 +37,12 @@ class Unstable:
 def iterated_sets(module, local_names=()) -> list[Unstable]:
     """The sets the module's source iterates, with their members (resolved by name in the module's globals,
     else the builder's locals)."""
+    source = vars(module).get("__file__")  # read without getattr: a module's __getattr__ is user code
     try:
-        tree = ast.parse(inspect.getsource(module))
-    except (OSError, TypeError, SyntaxError, ValueError):  # no source: nothing found
+        tree = ast.parse(Path(source).read_text(encoding="utf-8")) if isinstance(source, str) else None
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):  # no source: nothing found
+        tree = None
+    if tree is None:
         return []
     names = {**dict(local_names), **vars(module)}
     file = _file_of(module)
@@ -53,10 +57,10 @@ def iterated_sets(module, local_names=()) -> list[Unstable]:
 
 def _file_of(module) -> str:
     """The module's file, relative to the current folder when inside it, else its name."""
-    file = getattr(module, "__file__", None)
+    file = vars(module).get("__file__")
     if isinstance(file, str) and os.path.isabs(file) and not os.path.relpath(file).startswith(".."):
         return os.path.relpath(file)
-    return module.__name__
+    return str(vars(module).get("__name__"))
 
 
 def _members(node, names: dict) -> tuple:
@@ -84,8 +88,8 @@ def _resolved(elements, names: dict) -> tuple:
         if not isinstance(element, ast.Name) or element.id not in names:
             continue
         value = names[element.id]
-        for part in reversed(parts):
-            value = getattr(value, part, None)
+        for part in reversed(parts):  # a module's names by vars: its __getattr__ is user code
+            value = vars(value).get(part) if isinstance(value, types.ModuleType) else getattr(value, part, None)
         if value is not None:
             found.append(value)
     return tuple(found)
