@@ -486,6 +486,8 @@ def cmd_import(args, console) -> int:
         text, count, report = process.isolated(_imported, args, root, path, shown, lost=lost)
     if text is None:
         console.say(f"{'unchanged':9} {path.relative_to(root)}: it already builds exactly what {args.target} returns")
+        for line in report:
+            console.say(line)
         console.say(f"next: {FIX_COMMAND}")
         return OK
     files.write_if_changed(path, text)
@@ -497,8 +499,8 @@ def cmd_import(args, console) -> int:
 
 
 def _imported(args, root: Path, path: Path, shown) -> tuple[str | None, int, list[str]]:
-    """In import's child process: (the spec's text, its pattern count, the dependency report), or (None, 0, [])
-    when the existing spec already builds what the builder returns."""
+    """In import's child process: (the spec's text, its pattern count, the notes: the builder's unstable order and
+    the dependency report), or (None, 0, the order notes) when the existing spec already builds what it returns."""
     from generator import user_code
     from generator.importer import dependencies, reading, round_trip, sections, spec_writer, validation
     from generator.loading import load_server
@@ -514,7 +516,7 @@ def _imported(args, root: Path, path: Path, shown) -> tuple[str | None, int, lis
             shown.step("comparing with the existing spec")
             existing = round_trip.existing_spec(root, path)
             if round_trip.spec_already_builds(root, existing, backend_config):
-                return None, 0, []
+                return None, 0, list(reading.order_notes(backend_config))
             round_trip.refuse_to_drop_backends(existing, backend_config)
             round_trip.refuse_to_drop_declarations(existing)
             shown.step(f"reading {len(backend_config.configs)} pattern configs")
@@ -530,9 +532,10 @@ def _imported(args, root: Path, path: Path, shown) -> tuple[str | None, int, lis
         shown.step("checking the spec regenerates")
         spec = _with_a_free_label(root, path, spec)
         dependencies.refuse_rebound(spec.backend, globals_before, args.target)
-        text = spec_writer.spec_source(spec)
+        text = spec_writer.spec_source(spec, spec_writer.line_length(root))
         validation.refuse_unless_proven_equal(root, path, text, spec.backend, backend_config, args.target)
-        return text, len(spec.backend.configs), list(dependencies.report(spec.backend))
+        notes = [*reading.order_notes(backend_config), *dependencies.report(spec.backend)]
+        return text, len(spec.backend.configs), notes
     finally:
         load_server.stop()  # the load servers this process started end with it
 

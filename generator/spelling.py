@@ -9,6 +9,7 @@ same way, does not import Jinja2.
 from __future__ import annotations
 
 import ast
+import math
 import operator
 import re
 import sys
@@ -134,9 +135,17 @@ def python_source(value, aliases: Aliases | None = None) -> str:
     if isinstance(value, tuple):
         items = [python_source(v, aliases) for v in value]
         return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+    if isinstance(value, float) and math.isinf(value):
+        return infinity_source(value)
     if value is None or isinstance(value, (bool, int, float, str)):
         return repr(value)
     raise TemplateRenderError(f"cannot write {value!r} as Python source")
+
+
+def infinity_source(value: float) -> str:
+    """`float("inf")` or `-float("inf")`: an infinite float has no literal (its repr, `inf`, is a name)."""
+    return ("-" if value < 0 else "") + 'float("inf")'
+
 
 
 def bound_source(constraints: DTypeWithConstraints, bound: str) -> str:
@@ -189,7 +198,7 @@ def _value(node):
         return _OPERATORS[type(node.op)](_value(node.operand))
     if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
         left, right = _value(node.left), _value(node.right)
-        if isinstance(node.op, ast.Pow) and (abs(right) > 64 or _bits(left) * abs(right) > _MAX_BITS):
+        if isinstance(node.op, ast.Pow) and (abs(right) > _MAX_BITS or _bits(left) * abs(right) > _MAX_BITS):
             raise ValueError("exponent too large")  # a spelling, not a computation
         result = _OPERATORS[type(node.op)](left, right)
         if _bits(result) > _MAX_BITS:

@@ -353,7 +353,7 @@ def test_import_writes_nothing_regenerate_would_refuse(fresh_project, capsys, mo
     from generator.importer import spec_writer
 
     written = spec_writer.spec_source
-    monkeypatch.setattr(spec_writer, "spec_source", lambda spec: written(spec).replace(
+    monkeypatch.setattr(spec_writer, "spec_source", lambda spec, *width: written(spec, *width).replace(
         'builder="get_partial_backend_config"', 'builder="class"'))
     before = sorted(p.name for p in (fresh_project / "spec").iterdir())
     given = "tests.support.user_builder:get_partial_backend_config"

@@ -35,6 +35,7 @@ class Case:
     target: str  # MODULE:FUNCTION below tests.support.wild
     outcome: str  # IMPORTS or REFUSED
     says: tuple[str, ...] = ()  # for REFUSED: what the one line must say
+    never: tuple[str, ...] = ()  # for REFUSED: what it must not say
 
 
 CORPUS = [
@@ -55,6 +56,19 @@ CORPUS = [
     Case("fx_matchallnode", "pytorch_fx_fusion:get_matchallnode_backend_config", REFUSED,
          says=("tests.support.wild.pytorch_fx_fusion.get_matchallnode_backend_config.<locals>.",
                "local to get_matchallnode_backend_config()")),
+    # pytorch/pytorch test_backend_config.py: its fuser, _sequential_wrapper2(nni.LinearReLU) kept as a class
+    # attribute, read through self: a method bound to the test's instance, which nothing can import.
+    Case("torch_test_bound", "pytorch_test_backend_config:get_test_backend_config", REFUSED,
+         says=("fuser_method _sequential_wrapper2(torch.ao.nn.intrinsic.LinearReLU): it is bound as a method of "
+               "the TestBackendConfig object", "register the function itself, read from the class "
+               "(TestBackendConfig._fuser_method)")),
+    # The same attribute read from the class: torch's closure itself, `sequential(nni.LinearReLU)`.
+    Case("torch_test_class", "pytorch_test_backend_config:get_test_class_attribute_backend_config", IMPORTS),
+    # A getter defined inside a test method that returns the BackendConfig: local to a method, not a factory's.
+    Case("torch_test_local", "pytorch_test_backend_config:get_test_local_getter_backend_config", REFUSED,
+         says=("it is local to TestBackendConfig.test_backend_config_with_local_getter(), which does not return "
+               "it; define it at module level of tests.support.wild.pytorch_test_backend_config",),
+         never=("factory",)),
 ]
 
 
@@ -117,6 +131,8 @@ def test_a_wild_builder_imports_equal_or_is_refused_in_one_line(fresh_project, c
         assert done.stdout == "" and done.stderr.count("\n") == 1 and done.stderr.startswith("error: "), done.stderr
         for said in case.says:
             assert said in done.stderr, done.stderr
+        for unsaid in case.never:
+            assert unsaid not in done.stderr, done.stderr
         assert snapshot(fresh_project) == before
         return
     assert done.returncode == 0, done.stdout + done.stderr

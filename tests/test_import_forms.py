@@ -88,7 +88,7 @@ NESTED = """
 def test_nested_simple_patterns_import_regenerate_and_prove_equal(fresh_project, capsys, monkeypatch):
     installed_package(fresh_project, monkeypatch, "forms_nested", NESTED)
     text, generated, original = import_regenerate_and_compare(capsys, fresh_project, "forms_nested.backend:get_config")
-    assert "config(((nn.BatchNorm1d, nn.Conv1d), nn.ReLU), int8_dtype_configs" in "".join(text.split("\n"))
+    assert "config(((nn.BatchNorm1d, nn.Conv1d), nn.ReLU), [int8]" in "".join(text.split("\n"))
     assert "config(((torch.add, nn.Conv2d, 0), nn.ReLU, nn.Identity)" in text
     # torch keeps the pattern as given and keys it by its outer tuple reversed, on both sides.
     patterns = [c.pattern for c in generated.configs]

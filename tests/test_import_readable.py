@@ -1,8 +1,9 @@
 """The spec `import` writes reads as if written by hand, and `import` says what the generated
 module still needs of the legacy code.
 
-tests/support/inhouse/acme_npu/readable.py binds no constraint or dtype config to a global, so
-each is named from what it holds, and two that differ by how they differ (never a `_2`); its
+tests/support/inhouse/acme_npu/readable.py binds no constraint or dtype config to a global: those
+its builder binds to local variables are named by them, the others from what they hold, and two
+that differ by how they differ (never a `_2`); its
 numbers (`2 ** -12`, `1.0 / 256.0`) keep their spelling in the spec and the generated module,
 a computed one (`_finest_weight_scale()`) is its repr; and the generated module imports three of
 its functions, two of them private.
@@ -69,17 +70,17 @@ def test_an_in_house_builder_imports_to_readable_names_and_spellings_proven_equa
         "next: python -m generator regenerate",
     ]
     spec = (fresh_project / "spec" / "acme.py").read_text()
-    # each constant named by what it holds; the two activation constraints and the two weighted dtype
-    # configs differ by their quantization range, the two activation dtype configs by their output
+    # each constant the builder binds to a local variable named by it (`weighted = DTypeConfig(...)`); those
+    # its helper `_activation()` returns named by what they hold, the two apart by their quantization range
     assert defined_names(spec) == [
         "quint8_scale_min_2_neg_12",
-        "qint8_neg_127_to_127_scale_min_0p3333333333333333",
+        "weight",
         "quint8_0_to_127_scale_min_2_neg_12",
-        "quint8_0_to_255_scale_1_over_256_zero_point_0",
-        "quint8_weight_qint8_bias_float_dtype_config",
-        "quint8_weight_qint8_bias_float_output_0_to_127_dtype_config",
-        "quint8_output_0_to_255_scale_1_over_256_zero_point_0_dtype_config",
-        "quint8_output_scale_min_2_neg_12_dtype_config",
+        "sigmoid_output",
+        "weighted",
+        "weighted_relu",
+        "sigmoid",
+        "activation",
     ]
     flat = " ".join(spec.split())
     # numbers as the builder spells them (black writes `2 ** -12` as `2**-12`); the computed one as its repr

@@ -7,7 +7,8 @@ names of its dtype configs, constraints and shared dtype-config lists
 (`number_spellings`); the names of its callables, by path or by a function template
 (`callable_names`), or as the factory call that makes them (`factories`);
 compacting runs of patterns into op-group calls (`compaction`) and loops over op
-lists (`op_lists`); placing each pattern in torch's family (`sections`); keeping an existing
+lists (`op_lists`); placing each pattern in torch's family (`sections`); fixing the order of a
+builder whose order varies between runs (`pattern_order`); keeping an existing
 spec that already builds the same (`round_trip`); writing the spec's source
 (`spec_writer`); and reading the spec about to be written as regenerate would
 (`validation`); and what the generated module still imports from the legacy code

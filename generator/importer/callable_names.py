@@ -17,7 +17,7 @@ import types
 from generator import dsl, model
 from generator.errors import UnnamedCallableError
 from generator.importer import factories
-from generator.importer.object_paths import home_of, object_path, path_ref, readable_name
+from generator.importer.object_paths import home_of, object_path, path_ref, readable_name, refuse_unimportable
 from generator.project import Templates
 
 # Values of template parameters that are not torch objects, by parameter name.
@@ -45,6 +45,7 @@ class CallableNamer:
     def _classify(self, value, attribute, config, label, field):
         path = object_path(value)
         if path is not None:
+            refuse_unimportable(path, label, field)
             return model.TorchRef(path)
         fused = _sequential_argument(value)
         if fused is not None:
@@ -52,14 +53,21 @@ class CallableNamer:
             return model.FunctionDef(
                 dsl.sequential_fuser_name(class_name), "sequential", (("fused_module", path_ref(fused, label, field)),)
             )
-        reason = None
+        reason, local = None, False
         if factories.is_made(value):
             try:
                 return factories.made_call(value, attribute, config)
             except factories.CannotName as error:
-                reason = str(error)  # a template may still name it; else this is why not
+                reason, local = str(error), error.local  # a template may still name it; else this is why not
         match = self.templates.match(value, attribute, config, label)
         if match is None:
+            if isinstance(value, types.MethodType) and not _defined_in_its_class(value):
+                raise UnnamedCallableError(_bound_method_refusal(value, label, field))
+            if local:
+                raise UnnamedCallableError(
+                    f"pattern {label}: cannot name {field} {readable_name(value)}: {reason}; define it at module "
+                    f"level of {home_of(value)}"
+                )
             if reason is not None:
                 raise UnnamedCallableError(
                     f"pattern {label}: cannot name {field} {readable_name(value)}: {reason}; define it"
@@ -85,6 +93,29 @@ class CallableNamer:
             name, number = f"{base}_{number}", number + 1
         self.defs[name] = model.FunctionDef(name, template, params)
         return self.defs[name]
+
+
+def _defined_in_its_class(method: types.MethodType) -> bool:
+    """A method its class defines (`def fuse(self, ...)`), not a function kept as a class attribute."""
+    qualname = getattr(method.__func__, "__qualname__", "")
+    return any(qualname.startswith(f"{c.__qualname__}.") for c in type(method.__self__).__mro__)
+
+
+def _bound_method_refusal(method: types.MethodType, label: str, field: str) -> str:
+    """Why a function kept as a class attribute and read through an instance the builder made
+    (`self._fuser_method` in torch's test) has no name, and what to register instead: the function read from
+    the class, or the object bound at module level."""
+    function, owner = method.__func__, method.__self__
+    fused = _sequential_argument(function)
+    what = f"_sequential_wrapper2({object_path(fused) or readable_name(fused)})" if fused is not None else None
+    attribute = next((n for c in type(owner).__mro__ for n, v in vars(c).items() if v is function), None)
+    read = f"{type(owner).__qualname__}.{attribute}" if attribute else readable_name(function)
+    return (
+        f"pattern {label}: cannot name {field} {what or readable_name(function)}: it is bound as a method of the "
+        f"{type(owner).__name__} object the builder read it through (self.{attribute or function.__name__}), "
+        f"which has no import path, and a bound method passes that object as its first argument; register the "
+        f"function itself, read from the class ({read}), or bind the object at module level of {home_of(type(owner))}"
+    )
 
 
 def _sequential_argument(value):

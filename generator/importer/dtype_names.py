@@ -16,13 +16,14 @@ import re
 import sys
 import types
 
-from generator import model
+from generator import dsl, model
 from generator.errors import UnspellableBoundError
 from generator.importer.number_spellings import NumberSpellings, name_text
 from generator.importer.object_paths import object_path
 
 # A dtype-config list used by at least this many patterns gets a name of its own.
 SHARED_LIST_MIN_USES = 2
+_DSL_NAMES = set(dsl.__all__)  # a local name the spec's own words take is not a constant's
 # torch dtypes with two names: the spec spells each as the builder's source mostly does.
 DTYPE_ALIASES = {
     "torch.float32": "torch.float",
@@ -42,13 +43,16 @@ class GlobalNames:
         self.modules = modules or []
 
     @classmethod
-    def of(cls, module) -> GlobalNames:
+    def of(cls, module, local_names=()) -> GlobalNames:
+        """The names of `module` and of the modules it imports from, then the builder's `local_names` (a global
+        name its author gave an object comes first)."""
         modules = [module]
         for value in vars(module).values():
             source = value if isinstance(value, types.ModuleType) else sys.modules.get(getattr(value, "__module__", ""))
             if isinstance(source, types.ModuleType) and source not in modules and _is_plain_module(source):
                 modules.append(source)
         bindings = [(n, v) for m in modules for n, v in vars(m).items() if not n.startswith("__")]
+        bindings += [(n, v) for n, v in local_names if n.isidentifier() and n not in _DSL_NAMES]
         return cls(bindings, modules)
 
     def dtype_spellings(self) -> dict[str, str]:
@@ -178,16 +182,19 @@ class DTypeNamer:
         if not bounds:
             return dtype
         for field, bound in bounds.items():
-            if isinstance(bound, bool) or not isinstance(bound, int | float) or not _finite(bound):
+            if isinstance(bound, bool) or not isinstance(bound, int | float) or math.isnan(bound):
                 raise UnspellableBoundError(
                     f"a DTypeWithConstraints of {_short(dtype)} has {field}={bound!r}, which a spec cannot write: "
-                    "a bound is a finite int or float; change what the builder returns"
+                    "a bound is an int or a float that equals itself (nan does not, so no comparison can prove it); "
+                    "change what the builder returns"
                 )
         key = _constraint_key(constraints)
         if key not in self.constraints:
             spellings = self.numbers.spellings(bounds)
             found = self.names.by_identity(constraints) or self.names.by_content(constraints, _constraint_key)
             derived = f"{_short(dtype)}_{_bounds_text(bounds, dict(spellings))}"
+            if derived in self.taken:  # another constraint with bounds of the same text: 0 and 0.0, -0.0
+                derived = f"{_short(dtype)}_{_bounds_text(bounds, dict(spellings), exact=True)}"
             name = self._unique(found if found and found not in self.taken else derived)
             self.constraints[key] = model.DTypeWithConstraints(name, dtype, **bounds, spellings=spellings)
         return self.constraints[key]
@@ -216,10 +223,6 @@ def used_dtype_configs(backend_config) -> list:
     return found
 
 
-def _finite(number: int | float) -> bool:
-    return isinstance(number, int) or math.isfinite(number)
-
-
 def _short(dtype) -> str:
     if isinstance(dtype, model.DTypeWithConstraints):
         return dtype.name.strip("_").lower().removesuffix("_constraints")
@@ -233,13 +236,13 @@ def _plain(dtype) -> str | None:
     return None if dtype is None else _short(dtype)
 
 
-def _bound_slots(constraints, spellings: dict[str, str]) -> dict[str, str]:
+def _bound_slots(constraints, spellings: dict[str, str], exact: bool = False) -> dict[str, str]:
     """Slot -> text of the bounds a constraint sets: the quantization range (`0_to_127`, `min_0`),
     `scale_min_2_neg_12`, `scale_max_...`, a fixed `scale_1_over_256` and `zero_point_0`."""
     bounds = constraints if isinstance(constraints, dict) else constraints.bounds if constraints is not None else {}
 
     def text(bound):
-        return name_text(bounds[bound], spellings.get(bound))
+        return name_text(bounds[bound], spellings.get(bound), exact)
 
     slots = {}
     low, high = "quant_min_lower_bound" in bounds, "quant_max_upper_bound" in bounds
@@ -265,14 +268,14 @@ _BOUND_PREFIXES = {
 }
 
 
-def _bounds_text(bounds: dict, spellings: dict[str, str]) -> str:
-    return "_".join(_bound_slots(bounds, spellings).values())
+def _bounds_text(bounds: dict, spellings: dict[str, str], exact: bool = False) -> str:
+    return "_".join(_bound_slots(bounds, spellings, exact).values())
 
 
-def _side_slots(dtype) -> dict[str, str]:
+def _side_slots(dtype, exact: bool = False) -> dict[str, str]:
     if not isinstance(dtype, model.DTypeWithConstraints):
         return {}
-    return _bound_slots(dtype, dict(dtype.spellings))
+    return _bound_slots(dtype, dict(dtype.spellings), exact)
 
 
 def _base_name(config: model.DTypeConfig) -> str:
@@ -291,14 +294,20 @@ def _dtypes_config_name(sides: dict, bias, is_dynamic) -> str:
 
 
 def _qualified(base: str, config: model.DTypeConfig, group: list[model.DTypeConfig]) -> str:
-    """The base name plus, per side, the bounds in which the group's dtype configs differ (that this one sets)."""
+    """The base name plus, per side, the bounds in which the group's dtype configs differ (that this one sets);
+    exact texts (`0p0`, `neg_0p0`) where the short ones do not tell the group apart."""
+    exact = len({_qualified_by(base, c, group, False) for c in group}) < len(group)
+    return _qualified_by(base, config, group, exact)
+
+
+def _qualified_by(base: str, config: model.DTypeConfig, group: list[model.DTypeConfig], exact: bool) -> str:
     parts = [base]
     texts = {}
     for side in _SIDES:
-        slots = [_side_slots(getattr(c, side)) for c in group]
+        slots = [_side_slots(getattr(c, side), exact) for c in group]
         every = dict.fromkeys(slot for found in slots for slot in found)
         differing = [slot for slot in every if len({found.get(slot) for found in slots}) > 1]
-        own = _side_slots(getattr(config, side))
+        own = _side_slots(getattr(config, side), exact)
         texts[side] = "_".join(own[slot] for slot in differing if slot in own)
     if texts["input_dtype"] and texts["input_dtype"] == texts["output_dtype"]:
         parts.append(f"input_output_{texts.pop('input_dtype')}")
@@ -323,7 +332,8 @@ def _derived_config_name(sides: dict, bias, is_dynamic, named) -> str:
 
 def shared_lists(uses: list[tuple[str, ...]], taken: set[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """A name for each dtype-config list (by member names) used at least SHARED_LIST_MIN_USES
-    times, none of them in `taken` or a member's name."""
+    times, none of them in `taken` or a member's name; a list of one dtype config only where its name is no
+    longer than the list written out (`fbgemm_default_op_quint8_dtype_configs`, not `int8_dtype_configs`)."""
     counts: dict[tuple[str, ...], int] = {}
     for members in uses:
         counts[members] = counts.get(members, 0) + 1
@@ -331,6 +341,8 @@ def shared_lists(uses: list[tuple[str, ...]], taken: set[str]) -> tuple[tuple[st
     for members, count in counts.items():
         if count >= SHARED_LIST_MIN_USES and len(members) > 0:
             name = _list_name(members)
+            if len(members) == 1 and len(name) > len(members[0]) + 2:
+                continue  # `[int8]` reads as well as a name, and is shorter than `int8_dtype_configs`
             while name in taken:
                 name += "_"
             taken.add(name)

@@ -26,15 +26,21 @@ import types
 
 from generator import model
 from generator.errors import GeneratorError
-from generator.importer.object_paths import object_path
+from generator.importer.object_paths import object_path, unimportable_reason
 
 # Closures of closures of ...: a real factory nests one or two levels.
 MAX_DEPTH = 4
 _PLAIN = (bool, int, float, str, type(None))
+LIST = "builtins.list"
 
 
 class CannotName(Exception):
-    """Why a made callable cannot be written as the call that makes it."""
+    """Why a made callable cannot be written as the call that makes it. `local`: it is no factory's result
+    but a function's local (the fix is to define it at module level, not to name a factory)."""
+
+    def __init__(self, reason: str, local: bool = False):
+        super().__init__(reason)
+        self.local = local
 
 
 def is_made(value) -> bool:
@@ -88,6 +94,9 @@ def _closure_call(value: types.FunctionType, depth: int) -> model.Call:
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             raise CannotName(f"its factory {path} takes *{parameter.name}, which a closure does not record")
         if parameter.name not in cells:
+            if parameter.default is parameter.empty and not _returns(factory, value.__name__):
+                # a function that defines it for its own use (a test method, a builder), not a factory
+                raise CannotName(f"it is local to {factory_name}(), which does not return it", local=True)
             if parameter.default is parameter.empty:
                 raise CannotName(f"its factory {path}'s argument {parameter.name} is not kept by the closure")
             continue  # left to its default; the proof below checks that the default was used
@@ -104,18 +113,46 @@ def _closure_call(value: types.FunctionType, depth: int) -> model.Call:
 
 def _argument(value, depth: int):
     """A factory argument as the spec writes it; CannotName if it has no name."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise CannotName(f"it holds {value!r}, which Python source cannot spell as a literal")
+    if isinstance(value, float) and math.isnan(value):
+        raise CannotName(f"it holds {value!r}, which equals nothing, so no comparison can prove a call made again")
     if isinstance(value, _PLAIN):
         return value
     if type(value) is tuple:
         return tuple(_argument(item, depth) for item in value)
+    if type(value) is list:  # `partial(f, [a, b])`: written as the call that makes an equal list, list((a, b))
+        return model.Call(model.TorchRef(LIST), (tuple(_argument(item, depth) for item in value),))
     path = object_path(value)
+    if path is not None and unimportable_reason(path) is not None:
+        raise CannotName(f"it holds {path}: {unimportable_reason(path)}")
     if path is not None:
         return model.TorchRef(path)
     if is_made(value):
         return _call(value, depth)
     raise CannotName(f"it holds {_describe(value)}, which has no import path")
+
+
+def _returns(function: types.FunctionType, name: str) -> bool:
+    """Whether `function` returns its local function `name`, as a factory does (`return inner`, a lambda,
+    `return wraps(f)(inner)`), not merely passes it on (`return config.set_fuser_method(inner)`); True where
+    its source cannot be read."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return True
+
+    def made(value) -> bool:
+        if isinstance(value, ast.Name):
+            return value.id == name
+        if isinstance(value, ast.Lambda):
+            return True
+        return isinstance(value, ast.Call) and not isinstance(value.func, ast.Attribute) and any(
+            made(argument) for argument in value.args
+        )
+
+    return any(made(node.value) for node in ast.walk(tree) if isinstance(node, ast.Return) and node.value)
 
 
 def _module_attribute(module_name: str, qualname: str):

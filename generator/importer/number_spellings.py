@@ -112,9 +112,14 @@ def _callee(call: ast.Call) -> str | None:
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
 
 
-def name_text(value, spelling: str | None = None) -> str:
+def name_text(value, spelling: str | None = None, exact: bool = False) -> str:
     """A number as part of an identifier: from its spelling where it has one (`2 ** -12` -> `2_neg_12`,
-    `1.0 / 256.0` -> `1_over_256`), else from its value (a power of two as `2_neg_12`)."""
+    `1.0 / 256.0` -> `1_over_256`), else from its value (a power of two as `2_neg_12`).
+
+    `exact` tells apart what the short text does not, for constraints that differ by no more: a float
+    that is a whole number keeps its type and sign (`0` -> `0`, `0.0` -> `0p0`, `-0.0` -> `neg_0p0`)."""
+    if exact and isinstance(value, float) and value.is_integer():
+        return _literal_text(value, exact=True)
     if spelling is not None:
         try:
             return _node_text(ast.parse(spelling, mode="eval").body)
@@ -141,8 +146,8 @@ def _node_text(node) -> str:
     raise ValueError("not an arithmetic expression of number literals")
 
 
-def _literal_text(value) -> str:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+def _literal_text(value, exact: bool = False) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53 and not exact:
         value = int(value)
     text = repr(value)
     sign = "neg_" if text.startswith("-") else ""

@@ -3,8 +3,8 @@
 An object a BackendConfig holds (a module class, a fuser, a dtype, a callable instance)
 is named in the spec by a path a generated module can import: its public torch name
 (`build.torch_names.public_path`), else the module and qualified name it is defined
-under, else (an object that has no qualified name) the module-level global it is bound
-to. A bound method (a classmethod, a method of a module-level instance) is named by its
+under, else (an object that has no qualified name, or a lambda: `_fuse = lambda ...`) the
+module-level global it is bound to. A bound method (a classmethod, a method of a module-level instance) is named by its
 owner's path and its name: that path gives an equal bound method, not the same object.
 `__main__` and torch's own builder modules are never such a module. What has no path is
 refused with the pattern and field it was found in.
@@ -29,7 +29,30 @@ def path_ref(value, label: str, field: str) -> model.TorchRef:
     path = object_path(value)
     if path is None:
         raise UnnamedCallableError(f"pattern {label}: {field} {readable_name(value)} has no import path")
+    refuse_unimportable(path, label, field)
     return model.TorchRef(path)
+
+
+def refuse_unimportable(path: str, label: str, field: str) -> None:
+    """One line for a path with a part that is no identifier (`projects.nas-mqbench.models.X`, a module loaded
+    with importlib.import_module): no import statement of a generated module can name it."""
+    reason = unimportable_reason(path)
+    if reason is not None:
+        raise UnnamedCallableError(f"pattern {label}: cannot name {field} {path}: {reason}")
+
+
+def unimportable_reason(path: str) -> str | None:
+    """Why a generated module cannot import `path`, with the fix; None if it can."""
+    bad = [part for part in path.split(".") if not part.isidentifier()]
+    if not bad:
+        return None
+    module = path.rpartition(".")[0]
+    return (
+        f"its module {module} is imported by a path that is not made of identifiers ({', '.join(map(repr, bad))}: "
+        "importlib.import_module loads it, an import statement cannot), and a generated module imports what it "
+        "uses with import statements; rename the folder to an identifier and import the module by that name, or "
+        "bind the module to a name at module level of the builder's module"
+    )
 
 
 def object_path(value) -> str | None:
@@ -44,6 +67,8 @@ def object_path(value) -> str | None:
     module_name, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
     if not isinstance(qualname, str) and not isinstance(value, type | types.FunctionType | types.BuiltinFunctionType):
         return _global_path(value)  # an object (a callable instance): by the global it is bound to
+    if isinstance(value, types.FunctionType) and qualname == "<lambda>" and isinstance(module_name, str):
+        return _bound_in(value, module_name)  # a module-level lambda: by the global it is bound to
     if not isinstance(module_name, str) or not isinstance(qualname, str) or "<" in qualname:
         return None
     if not _importable_module(module_name):
@@ -51,7 +76,28 @@ def object_path(value) -> str | None:
     target = sys.modules.get(module_name)
     for part in qualname.split("."):
         target = getattr(target, part, None)
-    return f"{module_name}.{qualname}" if target is value else None
+    if target is not value:
+        return None
+    if not all(part.isidentifier() for part in module_name.split(".")):
+        return _through_a_global(module_name, qualname) or f"{module_name}.{qualname}"
+    return f"{module_name}.{qualname}"
+
+
+def _through_a_global(module_name: str, qualname: str) -> str | None:
+    """`package.module.alias.Name` for an object of a module loaded by a path that is no identifier
+    (`importlib.import_module("projects.nas-mqbench.models")`, as OpenMMLab projects load theirs), through a
+    module-level name another module, importable by identifiers, binds that module to (`alias = ...`)."""
+    module = sys.modules.get(module_name)
+    found = []
+    for name, other in list(sys.modules.items()):
+        if other is None or not all(part.isidentifier() for part in name.split(".")) or not _importable_module(name):
+            continue
+        try:
+            bound = [n for n, v in vars(other).items() if v is module and n.isidentifier()]
+        except TypeError:  # a module object without a __dict__
+            continue
+        found += [(n.startswith("_"), name.count("."), f"{name}.{n}.{qualname}") for n in bound]
+    return min(found)[2] if found else None
 
 
 def _method_path(method: types.MethodType) -> str | None:
@@ -79,7 +125,12 @@ def _importable_module(module_name: str) -> bool:
 def _global_path(value) -> str | None:
     """`module.NAME` for an object bound to a module-level name of its class's module, public names first."""
     module_name = getattr(type(value), "__module__", None)
-    module = sys.modules.get(module_name) if isinstance(module_name, str) else None
+    return _bound_in(value, module_name) if isinstance(module_name, str) else None
+
+
+def _bound_in(value, module_name: str) -> str | None:
+    """`module.NAME` for `value` bound to a module-level name of that module, public names first."""
+    module = sys.modules.get(module_name)
     if module is None or not _importable_module(module_name):
         return None
     names = sorted((name for name, bound in vars(module).items() if bound is value), key=lambda n: (n[0] == "_", n))

@@ -29,12 +29,14 @@ from generator import dsl, model
 
 MAX_BODY = 4  # the most configs one iteration may hold
 NAMED_LIST_MIN = 3  # an op list of this many ops or more gets a module-level name
+NUMBERED_MIN_COLUMNS = 4  # a loop varying this many names of one numbered family runs over its numbers
 SECTION_PENALTY = 2  # lines a loop must save beyond its own when its rows carry their sections
 # The fields of a pattern config whose values may vary between iterations; every other must be equal.
 VARYING = (
     "pattern", "pattern_complex_format", "root_module", "qat_module", "reference_quantized_module",
     "fused_module", "fuser_method", "root_node_getter", "extra_inputs_getter", "section",
 )  # fmt: skip
+_SEQUENTIAL = "sequential"  # the template of torch's _sequential_wrapper2(fused), written sequential(fused)
 FIXED = (*(f.name for f in fields(model.PatternConfig) if f.compare and f.name not in VARYING), "overrides")
 
 
@@ -63,6 +65,21 @@ class Loop:
     def expanded(self) -> tuple[model.PatternConfig, ...]:
         """What the loop registers, in order."""
         return tuple(_substituted(c, dict(zip(self.variables, row))) for row in self.rows for c in self.body)
+
+
+@dataclass(frozen=True)
+class Numbered:
+    """A value of a family numbered by the loop's variable: `nn[f"Conv{d}d"]`, section `f"conv{d}d"`.
+
+    `template` is the dotted path (a torch name) or the string, with `{d}` where the number goes."""
+
+    template: str
+    variable: LoopVariable
+    is_ref: bool
+
+    def value(self, number: int):
+        text = self.template.replace("{d}", str(number))
+        return model.TorchRef(text) if self.is_ref else text
 
 
 class _NoLoop(Exception):
@@ -94,28 +111,26 @@ def _looped(configs: list, taken: set[str]) -> list:
     rows = {k: _row_counts(configs, k) for k in range(1, min(MAX_BODY, count // 2) + 1)}
     lines = [_lines(c) for c in configs]
     cost = [0] * (count + 1)
-    choice: list[tuple[int, int]] = [(0, 0)] * (count + 1)  # (body size, rows); (0, 0) writes one config out
+    choice: list[Loop | None] = [None] * (count + 1)  # None writes one config out
     for start in range(count - 1, -1, -1):
-        cost[start], choice[start] = lines[start] + cost[start + 1], (0, 0)
+        cost[start], choice[start] = lines[start] + cost[start + 1], None
         for size, counts in rows.items():
             n = counts[start]
             if n >= 2:
                 end = start + size * n
-                candidate = _loop_lines(lines[start : start + size]) + cost[end]
+                loop = _loop(configs[start:end], size, taken)
+                if loop is None:
+                    continue
+                candidate = _loop_lines(lines[start : start + size]) + _rows_lines(loop) + cost[end]
                 # a row that names its own section reads worse than configs that say it: worth it only for more
                 candidate += SECTION_PENALTY * (len({c.section for c in configs[start:end]}) > 1)
                 if candidate < min(cost[start], sum(lines[start:end]) + cost[end]):
-                    cost[start], choice[start] = candidate, (size, n)
+                    cost[start], choice[start] = candidate, loop
     result, index = [], 0
     while index < count:
-        size, n = choice[index]
-        loop = _loop(configs[index : index + size * n], size, taken) if size else None
-        if loop is None:
-            result.append(configs[index])
-            index += 1
-        else:
-            result.append(loop)
-            index += size * n
+        loop = choice[index]
+        result.append(configs[index] if loop is None else loop)
+        index += 1 if loop is None else len(loop.configs)
     return result
 
 
@@ -132,6 +147,26 @@ def _loop_lines(body: list[int]) -> int:
     if body == [1]:
         return 2
     return sum(body) + 3 + (2 if len(body) > 1 else 0)
+
+
+def _rows_lines(loop: Loop) -> int:
+    """About how many lines black gives the rows a loop runs over beyond the `for` line: none while they fit
+    there, else a row a line, else a value a line (so framing a family by its own rows, with fewer variables,
+    costs less than a frame that straddles two)."""
+    if len(loop.variables) == 1 and len(loop.rows) >= NAMED_LIST_MIN:
+        return 0  # a list of its own at module level (`_named_lists`)
+    widths = [sum(_width(value) + 2 for value in row) + 2 for row in loop.rows]
+    if sum(widths) <= 80:
+        return 0
+    if max(widths) <= 100:
+        return len(loop.rows) + 1
+    return len(loop.rows) * (len(loop.variables) + 2) + 1
+
+
+def _width(value) -> int:
+    if isinstance(value, model.TorchRef):
+        return len(value.path.rsplit(".", 1)[-1]) + 4  # nn.Conv2d, nni.ConvReLU2d
+    return len(repr(value))
 
 
 def _row_counts(configs: list, size: int) -> list[int]:
@@ -163,12 +198,59 @@ def _loop(configs, size: int, taken: set[str]) -> Loop | None:
     except _NoLoop:
         return None
     columns = list(unifier.columns)
-    names = _variable_names(columns, unifier.section_columns, taken)
-    variables = tuple(LoopVariable(name) for name in names)
-    placeholders = dict(zip(unifier.columns.values(), variables))
+    # A few varying names read best as the builder's own rows; a whole numbered family as its numbers.
+    numbered = _numbered(unifier.columns, taken) if len(columns) > NUMBERED_MIN_COLUMNS - 1 else None
+    if numbered is not None:
+        variable, numbers, placeholders = numbered
+        variables, rows = (variable,), tuple((number,) for number in numbers)
+    else:
+        names = _variable_names(columns, unifier.section_columns, taken)
+        variables = tuple(LoopVariable(name) for name in names)
+        placeholders = dict(zip(unifier.columns.values(), variables))
+        rows = tuple(zip(*columns))
     body = tuple(_substituted(c, placeholders) for c in body)
-    loop = Loop(variables, tuple(zip(*columns)), body, tuple(configs))
+    loop = Loop(variables, rows, body, tuple(configs))
     return loop if loop.expanded() == loop.configs else None
+
+
+_DIGIT = re.compile(r"(?<![0-9])[1-9](?![0-9])")
+
+
+def _numbered(columns: dict, taken: set[str]):
+    """(variable `d`, its numbers, placeholder -> Numbered) where every column is one family numbered alike
+    (Conv1d/Conv2d, nni.ConvReLU1d/2d, "conv1d"/"conv2d": the rows' numbers the same in each), else None."""
+    numbers = None
+    templates = []
+    for column in columns:  # values per row -> its placeholder
+        found = None
+        texts = [v.path if isinstance(v, model.TorchRef) else v for v in column]
+        if not all(isinstance(t, str) and not set(t) & set("{}'\"\\") for t in texts):
+            return None
+        for index in range(len(_DIGIT.findall(texts[0]))):
+            split = [_split_at_digit(t, index) for t in texts]
+            if all(s is not None for s in split) and len({t for t, _ in split}) == 1:
+                found = (split[0][0], tuple(n for _, n in split))
+                break
+        if found is None or (numbers is not None and found[1] != numbers) or len(set(found[1])) != len(found[1]):
+            return None
+        numbers = found[1]
+        templates.append((found[0], isinstance(column[0], model.TorchRef)))
+    if not templates or any(is_ref and "{d}" in t.rpartition(".")[0] for t, is_ref in templates):
+        return None  # the number must be in the name's last part: nn[f"Conv{d}d"]
+    name = next(n for n in ("d", "dim", "n") if n not in taken)
+    variable = LoopVariable(name)
+    placeholders = {placeholder: Numbered(t, variable, is_ref) for placeholder, (t, is_ref)
+                    in zip(columns.values(), templates)}  # fmt: skip
+    return variable, numbers, placeholders
+
+
+def _split_at_digit(text: str, index: int):
+    """(text with its index-th lone digit as `{d}`, that digit) or None."""
+    matches = list(_DIGIT.finditer(text))
+    if index >= len(matches):
+        return None
+    match = matches[index]
+    return text[: match.start()] + "{d}" + text[match.end() :], int(match.group())
 
 
 class _Unifier:
@@ -209,6 +291,9 @@ class _Unifier:
                 (key, self.unify([v.keywords[i][1] for v in values])) for i, (key, _) in enumerate(first.keywords)
             )
             return replace(first, args=self.unify([v.args for v in values]), keywords=keywords)
+        if all(isinstance(v, model.FunctionDef) and v.template == _SEQUENTIAL for v in values):
+            # sequential(fused): its name follows from the fused module, which may vary
+            return replace(first, params=self.unify([v.params for v in values]))
         raise _NoLoop
 
     def variable(self, column: tuple) -> LoopVariable:
@@ -241,6 +326,9 @@ def _substituted(value, placeholders: dict):
     """`value` with each placeholder key replaced by its value, through configs, tuples and calls."""
     if isinstance(value, LoopVariable):
         return placeholders.get(value, value)
+    if isinstance(value, Numbered):
+        number = placeholders.get(value.variable)
+        return value if number is None else value.value(number)
     if isinstance(value, tuple):
         return tuple(_substituted(v, placeholders) for v in value)
     if isinstance(value, model.Call):
@@ -248,6 +336,12 @@ def _substituted(value, placeholders: dict):
         return replace(value, args=_substituted(value.args, placeholders), keywords=keywords)
     if isinstance(value, model.PatternConfig):
         return replace(value, **{f: _substituted(getattr(value, f), placeholders) for f in VARYING})
+    if isinstance(value, model.FunctionDef) and value.template == _SEQUENTIAL:
+        params = _substituted(value.params, placeholders)
+        fused = dict(params)["fused_module"]
+        if isinstance(fused, model.TorchRef):
+            return replace(value, name=dsl.sequential_fuser_name(fused.path.rsplit(".", 1)[-1]), params=params)
+        return replace(value, params=params)
     return value
 
 

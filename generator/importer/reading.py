@@ -24,6 +24,7 @@ import pkgutil
 import re
 import sys
 import types
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from generator.errors import (
     NotABackendConfigError,
     UnusablePatternConfigError,
 )
+from generator.importer import pattern_order
 from generator.importer.callable_names import CallableNamer
 from generator.importer.dtype_names import DTypeNamer, GlobalNames, shared_lists, used_dtype_configs
 from generator.importer.object_paths import home_of, path_ref
@@ -130,7 +132,7 @@ def load_builder(target: str, root: Path):
     before = module_globals()
     with user_code.running(BuilderCallError, f"{target}()", root):
         try:
-            backend_config = builder()
+            backend_config, local_names = _called_keeping_its_locals(builder)
         except Exception as error:
             advice = _what_to_do(error, builder, split_target(target)[1], root)
             raise BuilderCallError(f"{target}() raised {type(error).__name__}: {error}{advice}") from None
@@ -143,7 +145,84 @@ def load_builder(target: str, root: Path):
             f"{target}() returned a {type(backend_config).__name__}, a subclass of BackendConfig that may answer "
             "otherwise than torch's; a spec builds torch's own class: return a BackendConfig"
         )
+    BUILDER_LOCALS[backend_config] = local_names
+    unstable = pattern_order.iterated_sets(module, local_names)
+    ORDER_NOTES[backend_config] = pattern_order.fix_order(backend_config, unstable) if unstable else None
     return builder, module, backend_config, before
+
+
+def order_notes(backend_config) -> list[str]:
+    """What import says once of a builder whose pattern order varies between runs (`pattern_order`)."""
+    note = ORDER_NOTES.get(backend_config)
+    return [note] if note else []
+
+
+# A BackendConfig load_builder returned -> the note on the order the spec fixes, if its builder's varies.
+ORDER_NOTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+# A BackendConfig load_builder returned -> the builder's local variables when it returned ((name, value), in
+# the order it bound them): the names its author gave the dtype configs it made there (`weighted_int8 = ...`).
+BUILDER_LOCALS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _called_keeping_its_locals(builder):
+    """(what builder() returns, the local variables of the function it runs as that returns). Only the frame
+    called from here is read (a partial's or a method's function too), not the helpers it calls."""
+    here = sys._getframe()
+    found: list[tuple[str, object]] = []
+    previous = sys.getprofile()
+
+    def profile(frame, event, argument):
+        if event == "return" and frame.f_back is here and not found:
+            found.append((frame.f_code, dict(frame.f_locals)))
+
+    sys.setprofile(profile)
+    try:
+        result = builder()
+    finally:
+        sys.setprofile(previous)
+    if not found:
+        return result, []
+    code, local_values = found[0]
+    names = _names_bound_once(code)
+    return result, [(n, v) for n, v in local_values.items() if n in names]
+
+
+def _names_bound_once(code) -> set[str]:
+    """The local names the function's own statements bind once, outside loops: a name a loop rebinds holds
+    only its last value, which would name one of several constants for all of them."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
+    except (OSError, TypeError, SyntaxError, ValueError):  # no source: no names taken from it
+        return set()
+    function = tree.body[0] if tree.body and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    if function is None:
+        return set()
+    counts: dict[str, int] = {}
+    looped: set[str] = set()
+
+    def visit(statements, in_loop: bool) -> None:
+        for statement in statements:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            loop = in_loop or isinstance(statement, (ast.For, ast.AsyncFor, ast.While))
+            if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        counts[target.id] = counts.get(target.id, 0) + 1
+                        if loop:
+                            looped.add(target.id)
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                visit(getattr(statement, field, []) or [], loop)
+
+    visit(function.body, False)
+    return {name for name, count in counts.items() if count == 1 and name not in looped}
 
 
 def _close_module(error: Exception, module_name: str, root: Path) -> str:
@@ -169,7 +248,10 @@ def _close_function(module, function_name: str) -> str:
 
 def _what_to_do(error: Exception, builder, function_name: str, root: Path) -> str:
     """Where the builder raised and what to do: import calls it with no arguments from the project root."""
-    if error.__traceback__ is not None and error.__traceback__.tb_next is None:  # the call itself: its arguments
+    traceback = error.__traceback__
+    while traceback is not None and traceback.tb_frame.f_code.co_filename == __file__:
+        traceback = traceback.tb_next  # import's own frames (load_builder, _called_keeping_its_locals)
+    if error.__traceback__ is not None and traceback is None:  # the call itself: its arguments
         return (
             f"; import calls {function_name}() with no arguments: define a function that calls it with them at "
             f"module level of {home_of(builder)}, and import that"
@@ -203,7 +285,8 @@ def default_name(function_name: str) -> str:
 def read_backend_config(name: str, target: str, builder, module, backend_config, templates: Templates) -> ImportedSpec:
     for config in backend_config.configs:
         _refuse_values_torch_cannot_use(config, _describe(config))
-    dtypes = DTypeNamer(GlobalNames.of(module), used_dtype_configs(backend_config))
+    names = GlobalNames.of(module, BUILDER_LOCALS.get(backend_config, ()))
+    dtypes = DTypeNamer(names, used_dtype_configs(backend_config))
     callables = CallableNamer(templates)
     configs = tuple(_pattern_config(c, dtypes, callables) for c in backend_config.configs)
     # The builder is named as the target names it, whatever it is (a function, a partial,

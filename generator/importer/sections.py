@@ -14,8 +14,13 @@ fixed qparams ops, ...).
   others put it under "default ops"), else the section most give it at all.
 - A fusion of the backend's own, `(nn.Conv2d, nn.ReLU6)`: the family whose fusions
   start with the same op (`(nn.Conv2d, ...)` are conv2d's).
-- An op no family holds that shares its input's observer: "share qparams ops"; one
-  whose activations have fixed qparams: "fixed qparams ops".
+- Else by what the pattern is, as torch's own families are named, so that a project with
+  no torch backends in spec/ places a team's builder too (`intrinsic`): the op it is built
+  around (its root module, else the op a fusion starts from) names its family (`nn.Conv2d`,
+  `nni.ConvBnReLU2d`, `F.conv2d`: "conv2d"; `nn.Linear`: "linear"; `operator.add`, `torch.mul`
+  and their fusions: "binary ops"; `torch.cat`: "cat"; batch norms, layer norms, embeddings,
+  rnns); an op that shares its input's observer is a "share qparams ops"; one whose
+  activations have fixed qparams a "fixed qparams ops".
 
 Else it stays in "other". Sections change no pattern: only the matrix and the
 comments of the generated module.
@@ -23,6 +28,7 @@ comments of the generated module.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -49,7 +55,6 @@ class Families:
             first = _first_op(config)
             if first is not None:
                 self.by_first_op.setdefault(first, Counter())[config.section] += 1
-        self.names = {s for counts in self.by_key.values() for s in counts}
 
     def section(self, config: model.PatternConfig) -> str:
         for counts in (
@@ -59,12 +64,62 @@ class Families:
         ):
             if counts:
                 return _most(counts)
-        if not isinstance(config.key, tuple):
-            if config.observation_type == SHARE_OBSERVER and SHARE_QPARAMS in self.names:
-                return SHARE_QPARAMS
-            if _fixed_qparams(config) and FIXED_QPARAMS in self.names:
-                return FIXED_QPARAMS
-        return ""
+        return intrinsic(config)
+
+
+# The family of the op a pattern is built around, by the last part of its path, as torch's builders name them.
+_FAMILIES = (
+    (re.compile(r"(?:Conv|ConvTranspose|ConvReLU|ConvBn|ConvBnReLU|ConvAdd|ConvAddReLU)([123])d"), r"conv\1d"),
+    (re.compile(r"(?:conv|conv_transpose)([123])d"), r"conv\1d"),
+    (re.compile(r"Linear(?:ReLU|Bn1d|LeakyReLU|Tanh)?|linear"), "linear"),
+    (re.compile(r"(?:BatchNorm|BNReLU)[123]d"), "batchnorm"),
+    (re.compile(r"LayerNorm|layer_norm"), "layer norm"),
+    (re.compile(r"Embedding|EmbeddingBag|embedding|embedding_bag"), "embedding"),
+    (re.compile(r"LSTM|GRU|RNNCell|LSTMCell|GRUCell"), "rnn"),
+)
+_BINARY_OPS = {"operator.add", "torch.add", "operator.mul", "torch.mul", "operator.iadd", "operator.imul"}
+_CAT = {"torch.cat", "torch.concat", "torch.concatenate"}
+
+
+def intrinsic(config: model.PatternConfig) -> str:
+    """The section torch's builders give a pattern like this one, by what it is: its family's (see the module's
+    docstring), else "share qparams ops" or "fixed qparams ops" for a single op that is one, else ""."""
+    root = _root_op(config)
+    if isinstance(root, model.TorchRef):
+        if root.path in _BINARY_OPS:
+            return "binary ops"
+        if root.path in _CAT:
+            return "cat"
+        last = root.path.rsplit(".", 1)[-1]
+        for family, section in _FAMILIES:
+            if match := family.fullmatch(last):
+                return match.expand(section)
+    if _single(config):
+        if config.observation_type == SHARE_OBSERVER:
+            return SHARE_QPARAMS
+        if _fixed_qparams(config):
+            return FIXED_QPARAMS
+    return ""
+
+
+def _root_op(config: model.PatternConfig):
+    """The op a pattern is built around: its root module, else a fusion's first op (the innermost of a
+    pattern in torch's reversed nested format: `(nn.ReLU, (nn.BatchNorm2d, nn.Conv2d))` is built on Conv2d)."""
+    if config.root_module is not None:
+        return config.root_module
+    if config.pattern is not None:
+        pattern = config.pattern
+        while isinstance(pattern, tuple) and pattern:
+            pattern = pattern[0]
+        return pattern
+    pattern = config.pattern_complex_format
+    while isinstance(pattern, tuple) and len(pattern) > 1:
+        pattern = pattern[1]
+    return pattern[0] if isinstance(pattern, tuple) and pattern else pattern
+
+
+def _single(config: model.PatternConfig) -> bool:
+    return not isinstance(config.key, tuple)
 
 
 def place(spec, root: Path, path: Path):

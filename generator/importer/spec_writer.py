@@ -11,16 +11,20 @@ Names the DSL has no alias for (a backend's own modules or fuser methods) are wr
 
 from __future__ import annotations
 
-from generator import dsl, model
+import math
+from pathlib import Path
+
+from generator import dsl, model, project
 from generator.importer.compaction import GroupCall
-from generator.importer.op_lists import Loop, LoopVariable
+from generator.importer.op_lists import Loop, LoopVariable, Numbered
 from generator.importer.reading import ImportedSpec
-from generator.spelling import bound_source
+from generator.spelling import bound_source, infinity_source
 
 # Dotted path -> DSL name, for the lazy names the DSL exports (nn, F, fusers, MatchAllNode, ...).
 DSL_ALIASES = {
     getattr(dsl, name)._path: name for name in dsl.__all__ if isinstance(getattr(dsl, name), dsl.Ref)
 }
+DEFAULT_LINE_LENGTH = 120  # the width of the generator's own spec files and generated modules
 _LONGEST_FIRST = sorted(DSL_ALIASES, key=len, reverse=True)
 _MODULE_FIELDS = ("root_module", "qat_module", "reference_quantized_module", "fused_module")
 _CALLABLE_FIELDS = ("fuser_method", "root_node_getter", "extra_inputs_getter")
@@ -46,6 +50,8 @@ class _Writer:
     def value(self, value) -> str:
         if isinstance(value, LoopVariable):
             return value.name
+        if isinstance(value, Numbered):
+            return self.numbered(value)
         if isinstance(value, model.TorchRef):
             return self.ref(value)
         if isinstance(value, (model.DTypeConfig, model.DTypeWithConstraints)):
@@ -57,7 +63,14 @@ class _Writer:
         if isinstance(value, tuple):
             items = [self.value(v) for v in value]
             return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
-        return repr(value)
+        return infinity_source(value) if isinstance(value, float) and math.isinf(value) else repr(value)
+
+    def numbered(self, value: Numbered) -> str:
+        """`nn[f"Conv{d}d"]` for a torch name numbered by the loop's variable, `f"conv{d}d"` for a string."""
+        if not value.is_ref:
+            return "f" + repr(value.template.replace("{d}", "{" + value.variable.name + "}"))
+        module, _, last = value.template.rpartition(".")
+        return f"{self.ref(model.TorchRef(module))}[f{last.replace('{d}', '{' + value.variable.name + '}')!r}]"
 
     def function(self, function: model.FunctionDef) -> str:
         params = dict(function.params)
@@ -147,8 +160,8 @@ class _Writer:
         return f"{dc.name} = DTypeConfig({arguments})"
 
 
-def spec_source(spec: ImportedSpec) -> str:
-    """The spec file's text, black-formatted."""
+def spec_source(spec: ImportedSpec, line_length: int = DEFAULT_LINE_LENGTH) -> str:
+    """The spec file's text, black-formatted at `line_length` (the project's: `line_length`)."""
     writer = _Writer(spec.shared_lists)
     backend = spec.backend
     body = [writer.constraints(c) for c in spec.constraints]
@@ -190,7 +203,7 @@ def spec_source(spec: ImportedSpec) -> str:
     if op_lists_source:
         sections.append("# Op lists the patterns loop over.\n" + "\n".join(op_lists_source) + "\n")
     sections.append(module)
-    return _format("\n".join(sections))
+    return _format("\n".join(sections), line_length)
 
 
 def _configs_name(spec: ImportedSpec) -> str:
@@ -208,7 +221,25 @@ def _import_order(name: str) -> tuple:
     return (0 if name.isupper() and len(name) > 1 else 1 if name[0].isupper() else 2, name)
 
 
-def _format(source: str) -> str:
+def line_length(root: Path) -> int:
+    """The width the project's black writes its code at: `[tool.black] line-length` of its pyproject.toml,
+    else `[tool.ruff] line-length` (ruff format's), else the generator's own width. The spec is the team's
+    code from now on, so their formatter must leave it as import wrote it. A value black would refuse
+    (not a positive int) is not ours to judge: the generator's width."""
+    try:
+        document = project.toml_reader().loads((root / project.PYPROJECT).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):  # no pyproject.toml, or not TOML: not ours to judge
+        return DEFAULT_LINE_LENGTH
+    tools = document.get("tool", {}) if isinstance(document.get("tool"), dict) else {}
+    for tool in ("black", "ruff"):
+        table = tools.get(tool)
+        width = table.get("line-length") if isinstance(table, dict) else None
+        if isinstance(width, int) and not isinstance(width, bool) and width > 0:
+            return width
+    return DEFAULT_LINE_LENGTH
+
+
+def _format(source: str, width: int) -> str:
     import black
 
-    return black.format_str(source, mode=black.Mode(line_length=120))
+    return black.format_str(source, mode=black.Mode(line_length=width))
