@@ -199,8 +199,13 @@ def cmd_check(args, console) -> int:
     report_lint(console, lint_findings(root, targets, modules), args.strict, args.format)
     statuses = {t.name: proofs.settled(t, recorded) for t in targets}
     unproven = [t for t in targets if statuses[t.name].state == proofs.UNPROVEN]
-    if texts is None and unproven:  # rendered once in this environment, to prove the bytes on disk (without torch)
-        modules, texts = build_with_progress("check", root, unproven, args.jobs, reuse=True, keep=True, validate=False)
+    if texts is None and unproven:  # rendered once in this environment, to prove the bytes on disk
+        # Without torch where only the environment changed; a project input that changed (a module an importable()
+        # names) may have changed a name too, so its names are checked as regenerate checks them.
+        validate = any(statuses[t.name].reasons for t in unproven)
+        modules, texts = build_with_progress(
+            "check", root, unproven, args.jobs, reuse=True, keep=True, validate=validate
+        )
     if texts is not None:
         statuses = _compared(root, targets, _observed(targets, modules), texts, statuses)
     problems = {name: status for name, status in statuses.items() if status.state != "fresh"}
