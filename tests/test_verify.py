@@ -194,3 +194,26 @@ def test_each_fx_flow_run_is_bounded_in_time(x86_only, capsys):
         run(capsys, x86_only, "--timeout", "0")
     assert usage.value.code == 2
     assert "argument --timeout: 0 is not a number of seconds above 0" in capsys.readouterr().err
+
+
+def test_github_annotations_name_files_from_the_top_of_the_repository(tmp_path):
+    """A project in a subfolder of its git repository: the annotation's file is the repository's path."""
+    from generator.review import verify
+
+    project = tmp_path / "vendor" / "configs"
+    project.mkdir(parents=True)
+    assert verify.repository_prefix(project) == ""  # outside a repository: paths as the project names them
+    (tmp_path / ".git").mkdir()
+    assert verify.repository_prefix(project) == "vendor/configs/"
+    assert verify.repository_prefix(tmp_path) == ""
+    failure = verify.Line("b: nn.Linear (spec/b.py:7): fuse_fx: raises X: a\nb%", "spec/b.py:7")
+    declared = verify.Line("b: declared removed nn.ReLU (spec/b.py:9): why", "spec/b.py:9")
+    verdict = verify.Verdict("b", None, 3, ("ptq",), 2, failures=(failure,), declared=(declared,))
+    report = verify.Report([verdict], [], fix="python -m generator regenerate")
+    assert report.github("vendor/configs/") == [
+        "::error file=vendor/configs/spec/b.py,line=7,title=verify::b: nn.Linear (spec/b.py:7): fuse_fx: raises X: "
+        "a\\nb%25",
+        "::notice file=vendor/configs/spec/b.py,line=9,title=verify::b: declared removed nn.ReLU (spec/b.py:9): why",
+        "b: no reference builder, so FX flows only: FX flows ptq on 2 of its 3 patterns: 1 failure(s)",
+        "::error::verify: 1 of 1 backend(s) fail (1 failure(s)): b",
+    ]

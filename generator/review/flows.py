@@ -112,10 +112,13 @@ class Branch:
     reference_module: type | None
     label: str = ""  # the pattern as the diff and the equality proof name it
     keys: tuple = ()  # the pattern keys of the configs that decide the branch (its own, its fused module's)
+    nested: tuple | None = None  # a pattern in torch's nested format (`pattern`: its parts, inputs first)
 
     def make(self):
         import torch.nn as nn
 
+        if self.nested is not None:
+            return _module_classes()[2](self.nested, self.input_shape)
         return nn.Sequential(*(_layer(item, self.input_shape) for item in self.pattern))
 
 
@@ -139,7 +142,8 @@ def _binary_functions() -> frozenset:
 
 @functools.cache
 def _module_classes():
-    """The two module classes a model is made of (made once torch is imported)."""
+    """The module classes a model is made of (made once torch is imported)."""
+    import torch
     import torch.nn as nn
 
     class Applied(nn.Module):
@@ -169,7 +173,53 @@ def _module_classes():
             # indexed, not iterated: FX traces `inputs` as one value of unknown length
             return [getattr(self, f"b{index}")(inputs[index]) for index in range(self.count)]
 
-    return Applied, Branches
+    class Nested(nn.Module):
+        """A pattern in torch's nested format, (op, *inputs), as layers: MatchAllNode is the branch's input,
+        so (torch.add, nn.Conv2d, MatchAllNode) computes torch.add(conv(x), x)."""
+
+        def __init__(self, pattern, input_shape):
+            super().__init__()
+            self.tree = self._built(pattern, input_shape)
+
+        def _built(self, part, input_shape):
+            if isinstance(part, tuple):
+                return ("apply", self._built(part[0], input_shape), [self._built(p, input_shape) for p in part[1:]])
+            if _is_match_all(part):
+                return ("input",)
+            if isinstance(part, type):
+                name = f"m{len(self._modules)}"
+                self.add_module(name, _layer(part, input_shape))
+                return ("module", name)
+            return ("function", part)
+
+        def forward(self, x):
+            return self._run(self.tree, x)
+
+        def _run(self, node, x):
+            if node[0] == "input":
+                return x
+            if node[0] == "apply":
+                values = [self._run(argument, x) for argument in node[2]]
+                head = node[1]
+                return getattr(self, head[1])(*values) if head[0] == "module" else head[1](*values)
+            return getattr(self, node[1])(x) if node[0] == "module" else node[1](x)
+
+    class Weighted(nn.Module):
+        """F.linear or F.conv* as a layer with its own weight and bias (a conv's padded to keep the shape)."""
+
+        def __init__(self, function, weight_shape):
+            super().__init__()
+            self.function, self.dims = function, len(weight_shape) - 2
+            self.weight = nn.Parameter(torch.randn(weight_shape) * 0.3)
+            self.bias = nn.Parameter(torch.randn(weight_shape[0]) * 0.1)
+
+        def forward(self, x):
+            if not self.dims:
+                return self.function(x, self.weight, self.bias)
+            ones = (1,) * self.dims  # stride, padding (keeping the shape), dilation; then groups
+            return self.function(x, self.weight, self.bias, ones, ones, ones, 1)
+
+    return Applied, Branches, Nested, Weighted
 
 
 def _dropout():
@@ -195,8 +245,20 @@ def _layer(item, input_shape):
         return item(input_shape[1])
     if isinstance(item, type):
         return item()
-    applied, _ = _module_classes()
+    if item in _weighted_functions():
+        return _module_classes()[3](item, _weighted_functions()[item])
+    applied, _, _, _ = _module_classes()
     return applied(item, item in _binary_functions())
+
+
+@functools.cache
+def _weighted_functions() -> dict:
+    """F.linear and F.conv*: {function: its weight's shape}; a layer of one holds its weight and bias."""
+    import torch.nn.functional as F
+
+    return {F.linear: (FEATURES, FEATURES), **{
+        getattr(F, f"conv{d}d"): (CHANNELS, CHANNELS) + (3,) * d for d in (1, 2, 3)
+    }}  # fmt: skip
 
 
 def _makeable(item) -> bool:
@@ -205,7 +267,7 @@ def _makeable(item) -> bool:
     if isinstance(item, type):
         return issubclass(item, nn.Module) and not item.__module__.startswith("torch.ao.nn")
     try:
-        return item in _unary_functions() or item in _binary_functions()
+        return item in _unary_functions() or item in _binary_functions() or item in _weighted_functions()
     except TypeError:  # an unhashable pattern part
         return False
 
@@ -214,6 +276,9 @@ def _input_shape(first) -> tuple[int, ...] | None:
     import torch.nn as nn
 
     dims = {nn.Conv1d: 1, nn.Conv2d: 2, nn.Conv3d: 3, nn.BatchNorm2d: 2, nn.BatchNorm3d: 3}
+    if not isinstance(first, type) and first in _weighted_functions():
+        dims = {first: len(_weighted_functions()[first]) - 2}
+        return (4, FEATURES) if dims[first] == 0 else (2, CHANNELS) + (6,) * dims[first]
     if first in dims:
         return (2, CHANNELS) + (6,) * dims[first]
     if first in (nn.Linear, nn.BatchNorm1d) or first in _elementwise_modules():
@@ -231,10 +296,13 @@ def branches(backend_config) -> list[Branch]:
     by_pattern = {c.pattern: c for c in backend_config.configs if c.pattern is not None}
     found = []
     for config in backend_config.configs:
-        if config.pattern is None:
+        nested = None if config.pattern is not None else config._pattern_complex_format
+        pattern = _parts(nested) if nested is not None else (
+            config.pattern if isinstance(config.pattern, tuple) else (config.pattern,)
+        )
+        if not pattern or not all(_makeable(p) for p in pattern):
             continue
-        pattern = config.pattern if isinstance(config.pattern, tuple) else (config.pattern,)
-        if not all(_makeable(p) for p in pattern):
+        if nested is not None and not all(_shape_keeping(p) for p in pattern):
             continue
         shape = _input_shape(pattern[0])
         dtype_config = next((dc for dc in config.dtype_configs if static_int8(dc)), None)
@@ -245,9 +313,30 @@ def branches(backend_config) -> list[Branch]:
         keys = (pattern_key(config),) + ((pattern_key(effective),) if effective is not config else ())
         found.append(
             Branch(pattern, shape, dtype_config, config.fused_module, effective.qat_module,
-                   effective.reference_quantized_module, pattern_label(config), keys)
+                   effective.reference_quantized_module, pattern_label(config), keys, nested)
         )
     return found
+
+
+def _parts(nested) -> tuple:
+    """A nested pattern's parts, inputs before the op that takes them; MatchAllNode left out."""
+    if isinstance(nested, tuple) and nested:
+        return tuple(p for part in nested[1:] for p in _parts(part)) + _parts(nested[0])
+    return () if _is_match_all(nested) else (nested,)
+
+
+def _is_match_all(part) -> bool:
+    from torch.ao.quantization.utils import MatchAllNode
+
+    return part is MatchAllNode
+
+
+def _shape_keeping(part) -> bool:
+    """A part whose layer keeps its input's shape, so that the branch's input can meet its output in an add."""
+    import torch.nn as nn
+
+    keeping = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, *batch_norms(), *_elementwise_modules())
+    return part in keeping or not isinstance(part, type)
 
 
 def static_int8(dtype_config) -> bool:
@@ -257,7 +346,6 @@ def static_int8(dtype_config) -> bool:
     return (
         not dtype_config.is_dynamic
         and activation.dtype in (torch.quint8, torch.qint8)
-        and activation.scale_exact_match is None
         and dtype_config.weight_dtype in (None, torch.float, torch.qint8, torch.quint8)
     )
 
@@ -290,6 +378,14 @@ def _observer(constraints, qscheme, qat: bool):
         "quant_max": info.max if high is None else min(high, info.max),
         "eps": max(constraints.scale_min_lower_bound or 0, torch.finfo(torch.float32).eps),
     }
+    if constraints.scale_exact_match is not None:  # a fixed-qparams op (sigmoid, tanh): observers of its qparams
+        from torch.ao.quantization import FixedQParamsFakeQuantize, FixedQParamsObserver
+
+        del settings["eps"]
+        fixed = FixedQParamsObserver.with_args(
+            scale=constraints.scale_exact_match, zero_point=constraints.zero_point_exact_match or 0, **settings
+        )
+        return FixedQParamsFakeQuantize.with_args(observer=fixed) if qat else fixed
     if qat:
         return FakeQuantize.with_args(observer=MinMaxObserver, **settings)
     return MinMaxObserver.with_args(**settings)
@@ -299,7 +395,7 @@ def model_and_inputs(found: list[Branch], seed: int = 0):
     import torch
 
     torch.default_generator.manual_seed(seed)  # the CPU generator: torch.manual_seed costs ms
-    _, model_class = _module_classes()
+    model_class = _module_classes()[1]
     model = model_class([b.make() for b in found])
     inputs = [torch.randn(b.input_shape) for b in found]
     return model, inputs
@@ -337,6 +433,14 @@ def wanted_flows(found: list[Branch]) -> tuple[str, ...]:
     return ("ptq",) + (("qat",) if any(b.qat_module for b in found) else ()) + (
         ("fuse",) if any(b.fused_module for b in found) else ()
     )
+
+
+def flow_branches(flow: str, found: list[Branch]) -> list[Branch]:
+    """The branches a flow runs on: all, but for "qat" those with a QAT module or a fusion (for the others
+    prepare_qat_fx decides what prepare_fx does, with fake quantizers for observers)."""
+    if flow == "qat":
+        return [b for b in found if b.qat_module is not None or b.fused_module is not None]
+    return found
 
 
 @dataclasses.dataclass(frozen=True)
@@ -429,6 +533,6 @@ def _why_not(config) -> str:
     if _input_shape(pattern[0]) is None:
         return "a module verify makes no input for"
     return (
-        "no static int8 dtype config (dynamic, weight-only, float16 or fixed-qparams): verify's flows quantize "
-        "with static int8 observers"
+        "no static int8 dtype config (dynamic, weight-only or float16): verify's flows quantize with static int8 "
+        "observers"
     )
