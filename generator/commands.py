@@ -488,6 +488,7 @@ def cmd_import(args, console) -> int:
     path = project.spec_folder(root) / f"{name}.py"
     lost = functools.partial(_import_lost, args.target, root)
     with progress.Progress("import") as shown:
+        shown.step(f"calling {args.target}")  # shown here, so that leaving erases what the child shows after it
         text, count, report = process.isolated(_imported, args, root, path, shown, lost=lost)
     if text is None:
         console.say(f"{'unchanged':9} {path.relative_to(root)}: it already builds exactly what {args.target} returns")
@@ -514,7 +515,6 @@ def _imported(args, root: Path, path: Path, shown) -> tuple[str | None, int, lis
         if path.exists() and not args.force:
             reading.find_builder(args.target, root)  # a misspelt module or function is said first
             raise errors.SpecExistsError(f"{path.relative_to(root)} exists; give --force to overwrite it or --name")
-        shown.step(f"calling {args.target}")
         builder, module, backend_config, globals_before = reading.load_builder(args.target, root)
         # Reading the config calls the builder's own callables (fuser methods): an exit there must not end the run.
         with user_code.running(errors.BuilderCallError, f"reading {args.target}()", root, exceptions=False):

@@ -23,7 +23,8 @@ the answer is in, on leaving the `with`, or when it gives up on the child; a chi
 whose parent is killed outright ends its group too. Only the child answers: a
 process its user code forked, which returns from that code too, never sends. Its
 standard output is the command's standard error, so nothing it starts writes to
-standard output.
+standard output, and its standard input is empty (out of the terminal's foreground
+group, reading the terminal would stop it).
 
 Ctrl-C, which a terminal sends to the command's job, is passed on to every child's
 group by this process's SIGINT handler (installed while it is Python's default), even
@@ -240,6 +241,9 @@ def _run_child(write: int, function: Callable, args: tuple) -> None:
         _groups.clear()  # its parent's other children are not its own to interrupt
         with contextlib.suppress(OSError):
             os.dup2(2, 1)  # what it or a process it starts writes to standard output goes to standard error
+            null = os.open(os.devnull, os.O_RDONLY)  # out of the terminal's foreground group: reading it would stop
+            os.dup2(null, 0)
+            os.close(null)
         _exit_with_parent(os.getppid())
         # What Python code prints is sent with the outcome, and the parent writes it to its standard
         # error: the child's streams may be the parent's in-memory ones (a test's), written to no file.

@@ -65,3 +65,24 @@ def test_a_process_a_reference_builder_leaves_running_ends_with_the_command(proj
         gone = ended(pid_file)
     assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
     assert gone, "the daemon the reference builder started outlived the command"
+
+
+def test_a_process_a_reference_module_starts_as_it_imports_ends_with_regenerate(project):
+    """regenerate imports the reference builder's module (in a child) to check the name: a daemon it starts there
+    neither holds regenerate nor outlives it."""
+    pid_file = project / "daemon.pid"
+    (project / "acme_reference.py").write_text(
+        "from torch.ao.quantization.backend_config import x86\n" + daemon_source(pid_file)
+        + "\n\n_start_a_daemon()\n\n\ndef get_x86_backend_config():\n    return x86.get_x86_backend_config()\n"
+    )  # fmt: skip
+    spec = project / "spec" / "x86.py"
+    spec.write_text(spec.read_text().replace(
+        'reference="torch.ao.quantization.backend_config.x86.get_x86_backend_config"',
+        'reference="acme_reference.get_x86_backend_config"'))  # fmt: skip
+    try:
+        done = run(project, "regenerate", timeout=300)  # the daemon lives ten minutes
+    finally:
+        gone = ended(pid_file)
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+    assert pid_file.exists(), "the reference module was not imported: nothing was tried"
+    assert gone, "the daemon the reference module started outlived regenerate"
