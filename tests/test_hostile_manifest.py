@@ -103,3 +103,19 @@ def test_a_listed_module_without_the_generated_header_is_never_removed(project_w
     assert "generated/helpers.py: its spec file is gone, but it was edited by hand: left alone" in done.stderr
     assert "generated/helpers.py" not in (project / "generated" / "manifest.json").read_text()
     assert run_here(project, "check").returncode == 0
+
+
+def test_a_listed_markdown_output_that_is_a_fifo_is_one_error_and_never_waited_on(project_with_only):
+    import os
+    import subprocess
+    import sys
+
+    from tests.support.projects import ROOT
+
+    project = project_with_only("x86")
+    os.mkfifo(project / "docs" / "old-matrix.md")
+    listing(project, "docs/old-matrix.md")
+    done = subprocess.run([sys.executable, "-m", "generator", "--root", str(project), "check"], cwd=project,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 2 and "lists 'docs/old-matrix.md' as a generated file" in done.stderr, done.stderr

@@ -26,6 +26,8 @@ leaves every file whole and the manifest able to tell which are new.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
@@ -159,8 +161,9 @@ def _could_be_written(root: Path, layout: project.ProjectConfig, name: str) -> b
         return False
     header = digests.MARKDOWN.line(digests.GENERATED_TEXT).encode()
     try:
-        with open(root / name, "rb") as stream:
-            return stream.read(len(header)) == header
+        descriptor = os.open(root / name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO: never waited on
+        with os.fdopen(descriptor, "rb", buffering=0) as stream:
+            return stat.S_ISREG(os.fstat(descriptor).st_mode) and stream.read(len(header)) == header
     except FileNotFoundError:
         return True
     except OSError:
