@@ -243,8 +243,10 @@ ONE_DTYPE_CONFIG = """
         ("get_config", "error: pattern (nn.Linear, nn.ReLU): dtype_configs is one DTypeConfig, not a list of them: "
                        "torch stores it, but its quantization flow iterates it and fails; give set_dtype_configs a "
                        "list ([dtype_config])\n"),
-        ("get_tuple_config", "error: pattern nn.Linear: dtype_configs is a tuple, not a list of DTypeConfigs; a spec "
-                             "writes a list, so give set_dtype_configs a list\n"),
+        ("get_tuple_config", "error: pattern nn.Linear: dtype_configs is a tuple, not a list of DTypeConfigs: "
+                             "torch's flow may iterate it, but a generated module builds a list and the equality "
+                             "proof compares the container's type too, so no spec could be proven equal; give "
+                             "set_dtype_configs a list\n"),
     ],
 )
 def test_dtype_configs_that_are_not_a_list_are_one_line_naming_the_pattern(

@@ -406,8 +406,9 @@ def _dtype_configs(config, label: str) -> list:
         )
     if not isinstance(value, list):
         raise UnusablePatternConfigError(
-            f"pattern {label}: dtype_configs is a {type(value).__name__}, not a list of DTypeConfigs; a spec "
-            "writes a list, so give set_dtype_configs a list"
+            f"pattern {label}: dtype_configs is a {type(value).__name__}, not a list of DTypeConfigs: torch's "
+            "flow may iterate it, but a generated module builds a list and the equality proof compares the "
+            "container's type too, so no spec could be proven equal; give set_dtype_configs a list"
         )
     for item in value:
         if not isinstance(item, DTypeConfig):
