@@ -21,7 +21,6 @@ from pathlib import Path
 from generator import cache, digests, errors, files, progress, project
 from generator.annotations import workflow_command
 from generator.freshness import manifest, planning, proofs
-from generator.model import SourceLocation
 
 OK, DIFFERENT = 0, 1
 FIX_COMMAND = "python -m generator regenerate"
@@ -143,7 +142,7 @@ def _narrowed_matrix(root: Path, matrix: list, wanted: list[str], console) -> in
     """`matrix --backend NAME ...`: the matrix of those backends only (label, BackendConfig name or module)."""
     from generator.building.matrix import support_matrix
     from generator.building.rendering import render_matrix
-    from generator.review.sides import choose
+    from generator.review.references import choose
 
     modules, _ = build_with_progress("matrix", root, matrix, jobs=1)
     known = [(e.backend.label, {e.backend.label, e.backend.name, m.spec.name}) for m in modules for e in m.backends]
@@ -360,13 +359,13 @@ def same_output_fix(root: Path) -> str:
 
 def cmd_diff(args, console) -> int:
     from generator import process
-    from generator.review import diff, formats, sides
+    from generator.review import diff, formats, references, sides
 
     root = args.root
     if args.against_torch:
         # The stale notice comes first, but its title names the reference, which the spec says.
-        refs, locations = sides.load_builders(root, args.backends)
-        old, new = sides.reference_title(refs), "generated"
+        refs, locations = references.load_builders(root, args.backends)
+        old, new = references.reference_title(refs), "generated"
         if _stale_notice(sides.Side(root, None), args.format, old, new, console):
             return DIFFERENT
         with progress.Progress("diff") as shown:
@@ -377,7 +376,7 @@ def cmd_diff(args, console) -> int:
             for result in diff.against_torch(root, refs, locations):
                 advance(result.backend)
                 results.append(result)
-        uncompared = sides.unreferenced(refs)
+        uncompared = references.unreferenced(refs)
         if not results:  # nothing has a reference: say so, and that is no difference
             console.out.write(formats.render(args.format, results, old, new, uncompared))
             return OK
@@ -406,10 +405,10 @@ def _revision_diff(old_side, new_side, backends: list[str]) -> list:
 
 def cmd_verify(args, console) -> int:
     """Each generated builder equals its reference builder, and runs through torch's FX flows (review/verify.py)."""
-    from generator.review import sides, verify
+    from generator.review import references, sides, verify
 
     root = args.root
-    refs, locations = sides.load_builders(root, args.backends)
+    refs, locations = references.load_builders(root, args.backends)
     stale = sides.stale_files(sides.Side(root, None))
     if stale:
         stale = _content_changes(root, stale, console)
@@ -546,38 +545,13 @@ def _imported(args, root: Path, path: Path, shown) -> tuple[str | None, int, lis
 
 
 def _import_lost(target: str, root: Path) -> errors.GeneratorError:
+    from generator.importer import reading
 
     return errors.BuilderCallError(
         f"importing {target}: its process ended without a result (a builder, and the code it calls, must not end "
         "its process, fork or leave threads that exit: raise an Exception instead)",
-        _builder_location(target, root),
+        reading.builder_location(target, root),
     )
-
-
-def _builder_location(target: str, root: Path) -> SourceLocation | None:
-    """Where MODULE:FUNCTION is defined, found without running any code: the module's file as the path finder
-    finds it (the project root first, as import runs it), the line of the function's `def` (else 1)."""
-    import ast
-    import sys
-    from importlib.machinery import PathFinder
-
-    from generator import user_code
-    from generator.importer import reading
-
-    module_name, function = reading.split_target(target)
-    search, found, parts = [str(root), *sys.path], None, module_name.split(".")
-    for index in range(len(parts)):
-        found = PathFinder.find_spec(".".join(parts[: index + 1]), search)
-        if found is None:
-            return None
-        search = list(found.submodule_search_locations or [])
-    try:
-        tree = ast.parse(Path(found.origin).read_bytes())
-    except (OSError, SyntaxError, ValueError, TypeError):
-        return None
-    name = function.rpartition(".")[2]
-    defined = (n.lineno for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name)
-    return SourceLocation(user_code.shown(found.origin, root), next(defined, 1))
 
 
 def _refuse_a_spec_name(name: str) -> None:

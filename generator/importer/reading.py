@@ -444,3 +444,25 @@ _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
 def valid_spec_name(name: str) -> bool:
     """A spec file name regenerate will read: a lower-case identifier, not a keyword, not starting with `_`."""
     return bool(_IDENTIFIER.fullmatch(name)) and not name.startswith("_") and not keyword.iskeyword(name)
+
+
+def builder_location(target: str, root: Path) -> model.SourceLocation | None:
+    """Where MODULE:FUNCTION is defined, found without running any code: the module's file as the path finder
+    finds it (the project root first, as import runs it), the line of the function's `def` (else 1)."""
+    import ast
+    from importlib.machinery import PathFinder
+
+    module_name, function = split_target(target)
+    search, found, parts = [str(root), *sys.path], None, module_name.split(".")
+    for index in range(len(parts)):
+        found = PathFinder.find_spec(".".join(parts[: index + 1]), search)
+        if found is None:
+            return None
+        search = list(found.submodule_search_locations or [])
+    try:
+        tree = ast.parse(Path(found.origin).read_bytes())
+    except (OSError, SyntaxError, ValueError, TypeError):
+        return None
+    name = function.rpartition(".")[2]
+    defined = (n.lineno for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name)
+    return model.SourceLocation(user_code.shown(found.origin, root), next(defined, 1))

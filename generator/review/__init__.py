@@ -15,8 +15,9 @@ Modules, each importing only those above it in this list:
 - `changes`: the reviewer's per-pattern changes from one config to another (`backend_diff`).
 - `divergence`: the differences a spec declares from its reference builder, apart from the rest.
 - `sides`: each side of a `diff` built: the working tree or a git revision (`Side`), its
-  generated modules and backends, its spec lines, whether its generated/ is stale, and the
-  generated builders with their reference builders (`load_builders`).
+  generated modules and backends, its spec lines, and whether its generated/ is stale.
+- `references`: the generated builders a spec names, the backends a command chooses (`choose`), and
+  those builders with their reference builders (`load_builders`).
 - `diff`: the comparisons, against a reference builder (`against_torch`) or between two
   revisions (`against_revision`), one `BackendDiff` per backend.
 - `formats`: how the results print (text, Markdown, JSON).

@@ -27,11 +27,10 @@ from generator import digests, process, project, user_code
 from generator.building.expansion import Declaration
 from generator.errors import GeneratedModuleError, ReferenceBuilderError
 from generator.model import Backend
+from generator.review.references import BuilderRef, choose
 from generator.review.results import BackendDiff, DeclaredChange
 from generator.review.sides import (
-    BuilderRef,
     Side,
-    choose,
     dtype_names,
     import_generated,
     locations_of,

@@ -5,8 +5,8 @@ A side of a revision diff is the working tree or a git revision (`Side`,
 `get_*_backend_config` they export, `side_backends`), and its patterns are traced
 to spec lines by loading that side's spec (`spec_locations`, found in a child
 process by `locations_of`). Against a reference builder, one side is the
-generated builders the spec names (`BuilderRef`, `load_builders`), each built
-from its generated module (`import_generated`, compiled once per text).
+generated builders the spec names (review/references.py), each built from its
+generated module (`import_generated`, compiled once per text).
 
 Before comparing, the newer side's generated/ is checked against that side's own
 spec (`stale_files`): in the working tree as `check` does, at a revision from
@@ -19,7 +19,6 @@ import dataclasses
 import difflib
 import hashlib
 import io
-import re
 import subprocess
 import sys
 import tarfile
@@ -30,13 +29,12 @@ from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 
 from generator import digests, process, project, user_code
-from generator.building.expansion import Declaration, expand_backend
+from generator.building.expansion import Declaration
 from generator.errors import (
     GeneratedModuleError,
     GeneratorError,
     GitError,
     NothingToCompareError,
-    UnknownBackendError,
 )
 from generator.freshness import manifest, planning
 from generator.loading import compiled
@@ -354,111 +352,6 @@ def dtype_names(module: types.ModuleType) -> dict[int, str]:
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class BuilderRef:
-    """One generated builder: its module, function name, reference builder and declared differences."""
-
-    label: str
-    module: str
-    function: str
-    reference: str | None  # the reference builder's dotted path
-    declarations: tuple[Declaration, ...] = ()
-    location: SourceLocation | None = None
-
-
-def builders(modules: list[ModuleSpec], wanted: list[str]) -> list[BuilderRef]:
-    """The builders of the given spec modules, filtered by label, BackendConfig name or module name."""
-    found = [(_builder_ref(m, b), b.name) for m in modules for b in m.backends]
-    chosen = choose(wanted, [(ref.label, {ref.label, name, ref.module}) for ref, name in found])
-    return [ref for ref, _ in found if ref.label in chosen]
-
-
-def choose(wanted: list[str], known: list[tuple[str, set[str]]]) -> set[str]:
-    """The labels that the wanted names select (all when none is wanted); each name may be any of a backend's."""
-    if not wanted:
-        return {label for label, _ in known}
-    every = {name for _, names in known for name in names}
-    unknown = sorted(set(wanted) - every)
-    if unknown:
-        choices = ", ".join(sorted({label for label, _ in known}))
-        close = [match for name in unknown for match in difflib.get_close_matches(name, sorted(every), n=1)]
-        hint = f"did you mean {', '.join(dict.fromkeys(close))}? " if close else ""
-        raise UnknownBackendError(f"unknown backend(s) {', '.join(unknown)}; {hint}choose from {choices}")
-    labels = {label for label, _ in known}
-    # A backend's label names it alone, though other backends' BackendConfigs may have that name too.
-    chosen = set(wanted) & labels
-    return chosen | {label for label, names in known if names & (set(wanted) - labels)}
-
-
-def _builder_ref(module: ModuleSpec, backend: Backend) -> BuilderRef:
-    declarations = expand_backend(backend).declarations
-    location = backend.reference_location or backend.location  # where a failing reference is named
-    return BuilderRef(backend.label, module.name, backend.builder, backend.reference, declarations, location)
-
-
-def load_builders(root: Path, wanted: list[str]) -> tuple[list[BuilderRef], dict[str, dict[str, str]]]:
-    """The spec's `builders` and `spec_locations`, for `against_torch`.
-
-    The spec runs in a child process (generator.process) while this one imports
-    torch, which comparing the builders needs: both take a while. Not when
-    generated/ is stale, or in doubt: the diff then only says so, without torch;
-    nor when torch is imported already: the spec then runs here.
-    """
-    with process.Forked(_builders_and_locations, root, wanted, fork="torch" not in sys.modules) as loading:
-        try:
-            fresh = not stale_files(Side(root, None))
-        except GeneratorError:  # said in its turn, after the spec's own errors
-            fresh = False
-        if fresh and _may_name_a_reference(root, wanted):
-            _import_torch()
-        return loading.result()
-
-
-def _may_name_a_reference(root: Path, wanted: list[str]) -> bool:
-    """Whether a spec file could give a wanted backend a reference builder (`reference=`): only then is
-    torch worth importing ahead. A guess from the text, only for speed: comparing imports what it needs."""
-    try:
-        files = sorted(project.spec_folder(root).rglob("*.py"))
-        texts = [path.read_text(encoding="utf-8", errors="replace") for path in files]
-    except OSError:
-        return True
-    naming = [text for text in texts if any(name in text for name in wanted)]
-    return any(_REFERENCE.search(text) for text in (naming if wanted and naming else texts))
-
-
-_REFERENCE = re.compile(r"\breference\s*=")
-
-
-def _builders_and_locations(root: Path, wanted: list[str]):
-    from generator.loading import loader
-
-    modules = loader.load_modules(root, reuse=True)  # unchanged spec files' loads from the model cache
-    return builders(modules, wanted), spec_locations(root, modules)
-
-
-def _import_torch() -> None:
-    try:
-        import torch.ao.quantization.backend_config.utils  # noqa: F401
-    except Exception:  # noqa: S110 - the builders' own import reports it, where it is handled
-        pass
-
-
-def reference_title(refs: list[BuilderRef]) -> str:
-    """What the reference side is called: `torch` only when every reference is torch's builder.
-
-    One reference of the user's own is named by its dotted path; several are `reference`.
-    """
-    references = sorted({ref.reference for ref in refs if ref.reference is not None})
-    if all(path.startswith("torch.") for path in references):
-        return "torch"
-    return references[0] if len(references) == 1 else "reference"
-
-
-def unreferenced(refs: list[BuilderRef]) -> list[str]:
-    """Labels of the backends that have no reference builder to compare with."""
-    return [ref.label for ref in refs if ref.reference is None]
-
-
 # ---------------------------------------------------------------------------
 # Is the newer side's generated/ what its own spec says?
 # ---------------------------------------------------------------------------
@@ -472,10 +365,12 @@ class StaleFile:
     state: str
     reasons: tuple[str, ...] = ()
     cause: str | None = None  # the project file (a spec file) whose change makes it stale, where one did
+    as_recorded: bool = False  # its bytes are what the manifest records (stale by its inputs alone)
 
 
 def stale_files(side: Side) -> list[StaleFile]:
-    """The side's generated files that regenerate would change, decided from digests alone.
+    """The side's generated files that regenerate would change, decided from digests (at a revision, a file
+    whose bytes are as recorded but whose project inputs changed since is built there to compare).
 
     In the working tree, a file whose spec was never regenerated is stale
     (missing); one the manifest records but that is gone leaves nothing to
@@ -498,7 +393,24 @@ def stale_files(side: Side) -> list[StaleFile]:
         # The other files its spec loads read (helper modules anywhere in the project).
         elsewhere = {name.split("/")[0] for name in recorded.inputs} - {p.name for p in tree.iterdir()}
         _extract(side, tree, tuple(sorted(elsewhere - set(digests.VERSIONED_PACKAGES))))
-        return _stale_in(tree, recorded, revision=side.revision)
+        stale = _stale_in(tree, recorded, revision=side.revision)
+        return _changing_bytes(tree, stale)
+
+
+def _changing_bytes(tree: Path, stale: list[StaleFile]) -> list[StaleFile]:
+    """Of a revision's stale files, those whose bytes regenerate would change there. A file whose bytes are what
+    its manifest records but whose project inputs changed since (a spec comment: regenerate writes nothing, so
+    the manifest keeps the old digests) is built at the revision to compare, as `check` proves it."""
+    recorded_bytes = [f for f in stale if f.as_recorded]
+    if not recorded_bytes:
+        return stale
+    from generator.building import pipeline
+    from generator.loading import loader
+
+    targets = [t for t in planning.plan(tree) if t.relative in {f.file for f in recorded_bytes}]
+    _, texts = pipeline.load_and_build(tree, targets, 1, loader.start_loads(tree, reuse=True), validate=False)
+    same = {t.relative for t in targets if digests.same_text(t.output, texts[t.name])}
+    return [f for f in stale if f.file not in same]
 
 
 def _stale_in(root: Path, recorded: manifest.Manifest | None, revision: str | None) -> list[StaleFile]:
@@ -512,7 +424,7 @@ def _stale_in(root: Path, recorded: manifest.Manifest | None, revision: str | No
             raise NothingToCompareError(f"nothing to compare: {target.relative} is missing; {fix}")
         if status.state != "fresh":
             cause = stale_cause(target, recorded) if status.state == "stale" else None
-            found.append(StaleFile(target.relative, status.state, status.reasons, cause))
+            found.append(StaleFile(target.relative, status.state, status.reasons, cause, status.as_recorded))
     return found
 
 

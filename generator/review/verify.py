@@ -1,6 +1,6 @@
 """`verify`: each generated builder proven equal to its reference builder, and run through torch's FX flows.
 
-For every backend chosen (`sides.load_builders`, as `diff --against-torch` chooses them):
+For every backend chosen (`references.load_builders`, as `diff --against-torch` chooses them):
 
 1. With a reference builder (torch's or the user's own): the generated BackendConfig equals the
    reference's field by field, callables included (`diff.against_reference`: the equality proof
@@ -24,7 +24,8 @@ from pathlib import Path
 
 from generator import process, project, user_code
 from generator.errors import GeneratedModuleError, ReferenceBuilderError
-from generator.review.sides import BuilderRef, import_generated
+from generator.review.references import BuilderRef
+from generator.review.sides import import_generated
 
 
 @dataclasses.dataclass(frozen=True)
