@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from dataclasses import dataclass, field
 
 
@@ -36,7 +37,7 @@ class Spellings:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
             and isinstance(node.value, ast.Call)
         }  # fmt: skip
-        values, constraints = {}, {}
+        values, constraints, segment = {}, {}, _segments(source)
         for name, call in calls.items():
             if _called(call) != "DTypeConfig":
                 continue
@@ -51,9 +52,9 @@ class Spellings:
                     for bound in value.keywords:
                         if bound.arg is not None:
                             path = keyword.arg if bound.arg == "dtype" else f"{keyword.arg}.{bound.arg}"
-                            values[(name, path)] = ast.get_source_segment(source, bound.value)
+                            values[(name, path)] = segment(bound.value)
                 else:
-                    values[(name, keyword.arg)] = ast.get_source_segment(source, value)
+                    values[(name, keyword.arg)] = segment(value)
         return cls(values, constraints)
 
     def value(self, dtype_config: str, field_name: str) -> str | None:
@@ -61,6 +62,24 @@ class Spellings:
 
     def constraint(self, dtype_config: str, side: str) -> str | None:
         return self.constraints.get((dtype_config, side))
+
+
+def _segments(source: str):
+    """ast.get_source_segment for one source, its lines split once: the standard one splits the whole source
+    again for every node, which made a diff of torch's nine backends take seconds."""
+    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", source)
+
+    def segment(node) -> str | None:
+        if getattr(node, "end_lineno", None) is None or node.end_col_offset is None:
+            return None
+        first, last = node.lineno - 1, node.end_lineno - 1
+        if first == last:
+            return lines[first].encode()[node.col_offset : node.end_col_offset].decode()
+        head = lines[first].encode()[node.col_offset :].decode()
+        tail = lines[last].encode()[: node.end_col_offset].decode()
+        return "".join([head, *lines[first + 1 : last], tail])
+
+    return segment
 
 
 def _called(call) -> str | None:
