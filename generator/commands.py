@@ -201,10 +201,8 @@ def cmd_check(args, console) -> int:
     if texts is None and unproven:  # rendered once in this environment, to prove the bytes on disk
         # Without torch where only the environment changed; a project input that changed (a module an importable()
         # names) may have changed a name too, so its names are checked as regenerate checks them.
-        validate = any(statuses[t.name].reasons for t in unproven)
-        modules, texts = build_with_progress(
-            "check", root, unproven, args.jobs, reuse=True, keep=True, validate=validate
-        )
+        names = any(statuses[t.name].reasons for t in unproven)
+        modules, texts = build_with_progress("check", root, unproven, args.jobs, reuse=True, keep=True, validate=names)
     if texts is not None:
         statuses = _compared(root, targets, _observed(targets, modules), texts, statuses)
     problems = {name: status for name, status in statuses.items() if status.state != "fresh"}
@@ -388,19 +386,21 @@ def cmd_diff(args, console) -> int:
         old, new = old_side.title, new_side.title
         if _stale_notice(new_side, args.format, old, new, console):
             return DIFFERENT
-        # Other revisions' generated modules are user code: they run in a child process of their own.
+        # Other revisions' generated modules are user code, built in a child of their own (none when none differs).
+        compared = (old_side, new_side, args.backends, (old_side.sources(), new_side.sources()))
         lost = functools.partial(sides.lost_building, old_side, new_side)
-        results = process.isolated(_revision_diff, old_side, new_side, args.backends, lost=lost)
+        same = compared[3][0] == compared[3][1]
+        results = _revision_diff(*compared) if same else process.isolated(_revision_diff, *compared, lost=lost)
     if not results:
         raise errors.NothingToCompareError("nothing to compare: no backend on either side")
     console.out.write(formats.render(args.format, results, old, new, uncompared, drift=args.against_torch))
     return DIFFERENT if any(r.status != "same" for r in results) else OK
 
 
-def _revision_diff(old_side, new_side, backends: list[str]) -> list:
+def _revision_diff(old_side, new_side, backends: list[str], sources: tuple) -> list:
     from generator.review import diff
 
-    return list(diff.against_revision(old_side, new_side, backends))
+    return list(diff.against_revision(old_side, new_side, backends, sources))
 
 
 def cmd_verify(args, console) -> int:

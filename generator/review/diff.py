@@ -181,7 +181,7 @@ def build_generated(module: types.ModuleType, ref: BuilderRef, output: str):
 # ---------------------------------------------------------------------------
 
 
-def against_revision(old: Side, new: Side, wanted: list[str]) -> Iterator:
+def against_revision(old: Side, new: Side, wanted: list[str], sources: tuple | None = None) -> Iterator:
     """One BackendDiff per backend found on either side, in label order.
 
     A generated module whose source is the same on both sides builds the same
@@ -190,7 +190,7 @@ def against_revision(old: Side, new: Side, wanted: list[str]) -> Iterator:
     are found in a child process (generator.process: running a side's spec takes
     as long as importing torch) while this one imports torch and builds both sides.
     """
-    sources = (old.sources(), new.sources())
+    sources = sources or (old.sources(), new.sources())  # each side's generated modules' sources, by module
     unchanged = _unchanged_backends(*sources)
     skipped = {module for _, module in unchanged.values()}
     differing = set(sources[0]) | set(sources[1]) != skipped
