@@ -551,16 +551,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             figures += scale_figures(sides, 20_000, 1, memory=True)
         else:
             figures.append(Figure("N=20000: regenerate --force, format cache empty", Timed([]), note="give --huge"))
+    report(figures, runs, started, options.baseline if clone else None, commit, within)
+    return 0
+
+
+def report(figures, runs: int, started: float, baseline: str | None, commit: str, within: float) -> None:
+    """The closing lines: the machine, the baseline (None: none was run) and the table of figures."""
     load = os.getloadavg()[0]
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {load:.2f} at the end; "
           f"{runs} runs a figure; took {time.perf_counter() - started:.0f} s")  # fmt: skip
-    if clone:
-        named = options.baseline if commit.startswith(options.baseline) else f"{options.baseline} ({commit[:7]})"
+    if baseline:
+        named = baseline if commit.startswith(baseline) else f"{baseline} ({commit[:7]})"
         print(f"baseline {named}, run by run in turn with this tree; limit: this / baseline <= {1 + within:.2f}")
         print_paired_table(figures, within)
     else:
         print_table(figures)
-    return 0
 
 
 if __name__ == "__main__":

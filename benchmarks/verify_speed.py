@@ -14,7 +14,6 @@ Beside it, the floor: `import torch` with backend_config.utils, which every run 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -29,9 +28,8 @@ from speed import (
     Sides,
     Timed,
     baseline_clone,
-    print_paired_table,
-    print_table,
     python_seconds,
+    report,
     seconds,
 )
 
@@ -71,15 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             Figure("verify, every backend", sides.time(options.runs, "verify"), TARGET,
                    f"torch {seconds(min(torch_floor.this))}"),
         ]  # fmt: skip
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the "
-          f"end; {options.runs} runs a figure; took {time.perf_counter() - started:.0f} s")  # fmt: skip
-    if clone:
-        named = options.baseline if commit.startswith(options.baseline) else f"{options.baseline} ({commit[:7]})"
-        limit = 1 + options.within
-        print(f"baseline {named}, run by run in turn with this tree; limit: this / baseline <= {limit:.2f}")
-        print_paired_table(figures, options.within)
-    else:
-        print_table(figures)
+    report(figures, options.runs, started, options.baseline if clone else None, commit, options.within)
     return 0
 
 
